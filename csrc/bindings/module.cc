@@ -1,0 +1,255 @@
+// nanobind glue: thin handles over the engine. Heavy calls release the GIL.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "grammar/fsm.h"
+#include "xgr2/errors.h"
+#include "xgr2/grammar.h"
+#include "xgr2/matcher.h"
+#include "xgr2/tokenizer.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace xgr2;
+
+namespace {
+
+// Python exception classes from xgr2/_errors.py, registered at import.
+PyObject* g_grammar_error = PyExc_ValueError;
+PyObject* g_tokenizer_error = PyExc_ValueError;
+PyObject* g_invalid_token_error = PyExc_ValueError;
+PyObject* g_token_rejected_error = PyExc_ValueError;
+
+void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_token, nb::handle rejected) {
+  g_grammar_error = grammar.inc_ref().ptr();  // kept for the life of the process
+  g_tokenizer_error = tokenizer.inc_ref().ptr();
+  g_invalid_token_error = invalid_token.inc_ref().ptr();
+  g_token_rejected_error = rejected.inc_ref().ptr();
+}
+
+void TranslateErrors(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const GrammarError& e) {
+    PyObject* exc = PyObject_CallFunction(g_grammar_error, "sii", e.what(), e.line, e.column);
+    if (exc) {
+      PyErr_SetObject(g_grammar_error, exc);
+      Py_DECREF(exc);
+    }
+  } catch (const TokenizerError& e) {
+    PyErr_SetString(g_tokenizer_error, e.what());
+  } catch (const InvalidTokenError& e) {
+    PyErr_SetString(g_invalid_token_error, e.what());
+  } catch (const TokenRejectedError& e) {
+    PyErr_SetString(g_token_rejected_error, e.what());
+  }
+}
+
+// A writable int32 numpy row view: validated here so that a wrong array is a clear error.
+uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
+  nb::ndarray<nb::device::cpu> arr;
+  if (!nb::try_cast(out, arr)) {
+    throw nb::type_error("bitmask must be a writable numpy int32 array on the CPU");
+  }
+  if (arr.dtype() != nb::dtype<int32_t>()) throw nb::type_error("bitmask must have dtype int32");
+  int64_t words = (static_cast<int64_t>(vocab_size) + 31) / 32;
+  if (arr.ndim() != 2 && arr.ndim() != 1) {
+    throw nb::value_error(("bitmask must be 2-D [batch, " + std::to_string(words) + "], got " +
+                           std::to_string(arr.ndim()) + " dimensions").c_str());
+  }
+  int64_t width = static_cast<int64_t>(arr.shape(arr.ndim() - 1));
+  if (width != words) {
+    throw nb::value_error(("bitmask rows must have " + std::to_string(words) + " int32 words for vocab_size " +
+                           std::to_string(vocab_size) + ", got " + std::to_string(width)).c_str());
+  }
+  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
+  int64_t rows = arr.ndim() == 2 ? static_cast<int64_t>(arr.shape(0)) : 1;
+  if (row < 0 || row >= rows) {
+    throw nb::index_error(("row " + std::to_string(row) + " is outside the bitmask's " + std::to_string(rows) +
+                           " rows").c_str());
+  }
+  int64_t row_stride = arr.ndim() == 2 ? arr.stride(0) : 0;
+  return reinterpret_cast<uint32_t*>(static_cast<int32_t*>(arr.data()) + row * row_stride);
+}
+
+// Length of the longest prefix of `b` that ends on a UTF-8 character boundary.
+size_t CompleteUtf8Prefix(const std::string& b) {
+  size_t n = b.size(), i = n;
+  while (i > 0 && n - i < 4 && (static_cast<uint8_t>(b[i - 1]) & 0xC0) == 0x80) --i;
+  if (i == 0) return n;
+  uint8_t lead = static_cast<uint8_t>(b[i - 1]);
+  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return (n - (i - 1)) < need ? i - 1 : n;
+}
+
+struct GrammarHandle {
+  GrammarPtr ir;
+  std::shared_ptr<const GrammarFsm> fsm;  // built at parse time: validates the grammar
+};
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "xgr2 C++ engine (internal; use the xgr2 package).";
+  nb::register_exception_translator(TranslateErrors);
+  m.def("_set_error_types", &SetErrorTypes);
+
+  nb::class_<GrammarHandle>(m, "GrammarIR")
+      .def_static(
+          "from_ebnf",
+          [](const std::string& text, const std::string& root) {
+            GrammarPtr ir = ParseEbnf(text, root);
+            auto fsm = BuildFsm(*ir);
+            return GrammarHandle{ir, fsm};
+          },
+          "text"_a, "root"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
+      .def("to_ebnf", [](const GrammarHandle& h) { return PrintGrammar(*h.ir); })
+      .def_prop_ro("root_name", [](const GrammarHandle& h) { return h.ir->rules[h.ir->root].name; })
+      .def_prop_ro("rule_names", [](const GrammarHandle& h) {
+        std::vector<std::string> names;
+        for (const Rule& r : h.ir->rules) names.push_back(r.name);
+        return names;
+      });
+
+  nb::class_<TokenizerInfo>(m, "TokenizerInfoCore")
+      .def(
+          "__init__",
+          [](TokenizerInfo* self, const std::vector<nb::bytes>& encoded, int vocab_type, int32_t vocab_size,
+             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids, std::vector<int32_t> literal_ids) {
+            std::vector<std::string> tokens;
+            tokens.reserve(encoded.size());
+            for (const nb::bytes& b : encoded) tokens.emplace_back(b.c_str(), b.size());
+            if (vocab_type < 0 || vocab_type > 2) throw TokenizerError("unknown vocab type");
+            nb::gil_scoped_release release;
+            new (self) TokenizerInfo(tokens, static_cast<VocabType>(vocab_type), vocab_size, std::move(stop_ids),
+                                     std::move(special_ids), literal_ids);
+          },
+          "encoded"_a, "vocab_type"_a, "vocab_size"_a, "stop_ids"_a, "special_ids"_a, "literal_ids"_a)
+      .def_prop_ro("vocab_size", &TokenizerInfo::vocab_size)
+      .def_prop_ro("tokenizer_size", &TokenizerInfo::tokenizer_size)
+      .def_prop_ro("vocab_type", [](const TokenizerInfo& t) { return static_cast<int>(t.vocab_type()); })
+      .def_prop_ro("stop_ids", &TokenizerInfo::stop_ids)
+      .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
+      .def("decoded_vocab", [](const TokenizerInfo& t) {
+        nb::list out;
+        for (int32_t i = 0; i < t.tokenizer_size(); ++i) {
+          const std::string& s = t.decoded(i);
+          out.append(nb::bytes(s.data(), s.size()));
+        }
+        return out;
+      });
+
+  nb::class_<CompiledGrammar>(m, "CompiledGrammarCore")
+      .def(
+          "__init__",
+          [](CompiledGrammar* self, const GrammarHandle& g, std::shared_ptr<TokenizerInfo> tok) {
+            nb::gil_scoped_release release;
+            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok));
+          },
+          "grammar"_a, "tokenizer"_a)
+      .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
+
+  nb::class_<MatcherState>(m, "MatcherState",
+                           "An immutable point of a constrained decoding; see xgr2.MatcherState docs.")
+      .def("try_advance", &MatcherState::TryAdvance, "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "advance",
+          [](const MatcherState& s, int32_t token) {
+            auto out = s.TryAdvance(token);
+            if (!out) {
+              throw TokenRejectedError("token " + std::to_string(token) + " is not allowed here" +
+                                       (s.IsTerminated() ? " (the state is terminated)" : ""));
+            }
+            return *out;
+          },
+          "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "advance_bytes",
+          [](const MatcherState& s, nb::bytes data) {
+            std::string bytes(data.c_str(), data.size());
+            nb::gil_scoped_release release;
+            auto out = s.TryAdvanceBytes(bytes);
+            if (!out) throw TokenRejectedError("the grammar does not allow these bytes here");
+            return *out;
+          },
+          "data"_a)
+      .def(
+          "try_advance_bytes",
+          [](const MatcherState& s, nb::bytes data) {
+            std::string bytes(data.c_str(), data.size());
+            nb::gil_scoped_release release;
+            return s.TryAdvanceBytes(bytes);
+          },
+          "data"_a)
+      .def("accepts", &MatcherState::Accepts, "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "fill_bitmask",
+          [](const MatcherState& s, nb::handle out, int64_t row) {
+            uint32_t* words = BitmaskRow(out, row, s.VocabSize());
+            nb::gil_scoped_release release;
+            s.FillBitmask(words);
+          },
+          "out"_a, "row"_a = 0)
+      .def(
+          "jump_forward_bytes",
+          [](const MatcherState& s) {
+            std::string b;
+            {
+              nb::gil_scoped_release release;
+              b = s.JumpForwardBytes();
+            }
+            return nb::bytes(b.data(), b.size());
+          })
+      .def(
+          "advance_text",
+          [](const MatcherState& s, const std::string& text) {
+            nb::gil_scoped_release release;
+            auto out = s.TryAdvanceBytes(text);
+            if (!out) throw TokenRejectedError("the grammar does not allow this text here");
+            return *out;
+          },
+          "text"_a)
+      .def("jump_forward_text",
+           [](const MatcherState& s) {
+             std::string b;
+             {
+               nb::gil_scoped_release release;
+               b = s.JumpForwardBytes();
+             }
+             return nb::str(b.data(), CompleteUtf8Prefix(b));
+           })
+      .def("bitmask",
+           [](const MatcherState& s) {
+             size_t words = (static_cast<size_t>(s.VocabSize()) + 31) / 32;
+             auto* data = new int32_t[words];
+             nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<int32_t*>(p); });
+             {
+               nb::gil_scoped_release release;
+               s.FillBitmask(reinterpret_cast<uint32_t*>(data));
+             }
+             return nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>(data, {words}, owner);
+           })
+      .def("__reduce__",
+           [](const MatcherState&) -> nb::object {
+             throw nb::type_error(
+                 "MatcherState is not picklable: keep the token ids and replay them on "
+                 "compiled.initial_state() in the other process");
+           })
+      .def("__repr__",
+           [](const MatcherState& s) {
+             return "MatcherState(num_tokens=" + std::to_string(s.NumTokens()) +
+                    ", can_terminate=" + (s.CanTerminate() ? "True" : "False") +
+                    ", is_terminated=" + (s.IsTerminated() ? "True" : "False") + ")";
+           })
+      .def_prop_ro("is_terminated", &MatcherState::IsTerminated)
+      .def_prop_ro("can_terminate", &MatcherState::CanTerminate)
+      .def_prop_ro("num_tokens", &MatcherState::NumTokens)
+      .def_prop_ro("num_bytes", &MatcherState::NumBytes)
+      .def_prop_ro("vocab_size", [](const MatcherState& s) { return s.VocabSize(); })
+      .def("__len__", &MatcherState::NumTokens);
+}

@@ -1,0 +1,120 @@
+#include "engine/earley.h"
+
+#include <algorithm>
+
+namespace xgr2 {
+
+EarleySet::~EarleySet() {
+  // Unlink the history iteratively: a recursive chain of destructors would
+  // overflow the stack on long generations.
+  std::shared_ptr<const EarleySet> p = std::move(parent_owner);
+  while (p && p.use_count() == 1) {
+    auto* raw = const_cast<EarleySet*>(p.get());
+    std::shared_ptr<const EarleySet> next = std::move(raw->parent_owner);
+    p = std::move(next);
+  }
+}
+
+namespace {
+
+size_t HashItem(int32_t node, const EarleySet* origin) {
+  size_t h = (static_cast<size_t>(node) * 0x9E3779B97F4A7C15ull) ^ (reinterpret_cast<uintptr_t>(origin) >> 4);
+  return h ^ (h >> 29);
+}
+
+}  // namespace
+
+void EarleyParser::Add(int32_t node, const EarleySet* origin) {
+  if ((s_.work.size() + 1) * 2 > s_.table.size()) {  // keep the table at most half full
+    size_t grown = s_.table.size() * 2;
+    s_.table.assign(grown, {});
+    s_.table_stamp.assign(grown, 0);
+    s_.stamp = 1;
+    for (const EarleyItem& it : s_.work) {
+      size_t i = HashItem(it.node, it.origin) & (grown - 1);
+      while (s_.table_stamp[i] == s_.stamp) i = (i + 1) & (grown - 1);
+      s_.table_stamp[i] = s_.stamp;
+      s_.table[i] = it;
+    }
+  }
+  size_t mask = s_.table.size() - 1;
+  for (size_t i = HashItem(node, origin) & mask;; i = (i + 1) & mask) {
+    if (s_.table_stamp[i] != s_.stamp) {
+      s_.table_stamp[i] = s_.stamp;
+      s_.table[i] = {node, origin};
+      s_.work.push_back({node, origin});
+      return;
+    }
+    if (s_.table[i].node == node && s_.table[i].origin == origin) return;
+  }
+}
+
+void EarleyParser::Close(EarleySet* out) {
+  // s_.work holds the seed items; process it as a queue, adding predictions and completions.
+  for (size_t i = 0; i < s_.work.size(); ++i) {
+    const EarleyItem item = s_.work[i];
+    int32_t node = item.node;
+    if (fsm_.node_final[node]) {
+      int32_t rule = fsm_.node_rule[node];
+      if (rule == fsm_.root && item.origin->parent == nullptr) out->accepting = true;
+      // Completions with origin == out are nullable rules, already skipped at prediction.
+      if (item.origin != out) {
+        for (const EarleyItem& waiting : item.origin->items) {
+          int32_t n = waiting.node;
+          for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) {
+            if (fsm_.edges[e].rule == rule) Add(fsm_.edges[e].target, waiting.origin);
+          }
+        }
+      }
+    }
+    for (int32_t e = fsm_.rule_edge_begin[node]; e < fsm_.edge_begin[node + 1]; ++e) {
+      int32_t callee = fsm_.edges[e].rule;
+      Add(fsm_.rule_start[callee], out);
+      if (fsm_.rule_nullable[callee]) Add(fsm_.edges[e].target, item.origin);
+    }
+  }
+  out->items.clear();
+  out->next_bytes = ByteSet{};
+  for (const EarleyItem& it : s_.work) {
+    if (!fsm_.HasEdges(it.node)) continue;
+    out->items.push_back(it);
+    const ByteSet& fb = fsm_.first_bytes[it.node];
+    for (int k = 0; k < 4; ++k) out->next_bytes[k] |= fb[k];
+  }
+}
+
+EarleyScratch& ThreadScratch() {
+  thread_local EarleyScratch scratch;
+  return scratch;
+}
+
+void EarleyParser::BeginSet() {
+  if (s_.table.empty()) s_.table.resize(64), s_.table_stamp.assign(64, 0);
+  if (++s_.stamp == 0) {  // wrapped: clear stamps
+    std::fill(s_.table_stamp.begin(), s_.table_stamp.end(), 0);
+    s_.stamp = 1;
+  }
+  s_.work.clear();
+}
+
+void EarleyParser::Initial(EarleySet* out) {
+  BeginSet();
+  out->accepting = false;
+  Add(fsm_.rule_start[fsm_.root], out);
+  Close(out);
+}
+
+bool EarleyParser::Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
+  if (!prev.CanScan(byte)) return false;
+  BeginSet();
+  out->accepting = false;
+  for (const EarleyItem& it : prev.items) {
+    int32_t t = fsm_.ByteTarget(it.node, byte);
+    if (t >= 0) Add(t, it.origin);
+  }
+  if (s_.work.empty()) return false;
+  Close(out);
+  return true;
+}
+
+}  // namespace xgr2

@@ -1,0 +1,69 @@
+// Earley parser over per-rule byte automata. One EarleySet per byte position;
+// each set points at its predecessor, so a parse history is a persistent list:
+// keeping, forking or dropping a state is O(1) and forks share their common past.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "grammar/fsm.h"
+
+namespace xgr2 {
+
+class EarleySet;
+
+struct EarleyItem {
+  int32_t node;              // automaton node (its rule is fsm.node_rule[node])
+  const EarleySet* origin;   // set where the rule was predicted (an ancestor, or this set)
+};
+
+class EarleySet {
+ public:
+  EarleySet() = default;
+  EarleySet(const EarleySet&) = delete;
+  EarleySet& operator=(const EarleySet&) = delete;
+  ~EarleySet();
+
+  std::vector<EarleyItem> items;  // items at nodes that still have edges
+  ByteSet next_bytes{};           // bytes some item can scan
+  bool accepting = false;         // the root rule is complete here
+  const EarleySet* parent = nullptr;
+  // Owns `parent` for persistent sets; null for scratch sets in the mask walk.
+  std::shared_ptr<const EarleySet> parent_owner;
+
+  bool CanScan(uint8_t b) const { return ByteSetHas(next_bytes, b); }
+};
+
+// Reusable buffers for building sets; one per thread (see ThreadScratch()).
+struct EarleyScratch {
+  std::vector<EarleyItem> work;
+  std::vector<EarleyItem> table;  // open-addressing dedup of the set under construction
+  std::vector<uint32_t> table_stamp;
+  uint32_t stamp = 0;
+};
+
+// This thread's scratch buffers.
+EarleyScratch& ThreadScratch();
+
+// Builds Earley sets for one grammar; cheap to construct per call.
+class EarleyParser {
+ public:
+  EarleyParser(const GrammarFsm& fsm, EarleyScratch& scratch) : fsm_(fsm), s_(scratch) {}
+
+  // The set before any byte: the root rule predicted.
+  void Initial(EarleySet* out);
+  // Scans `byte` from `prev` into `out` (whose parent fields the caller sets).
+  // Returns false, leaving `out` unspecified, when no item can scan the byte.
+  bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out);
+
+ private:
+  void Add(int32_t node, const EarleySet* origin);
+  void Close(EarleySet* out);
+
+  void BeginSet();
+
+  const GrammarFsm& fsm_;
+  EarleyScratch& s_;
+};
+
+}  // namespace xgr2

@@ -1,0 +1,395 @@
+// Recursive-descent parser for the XGrammar/GBNF EBNF dialect:
+//   rule     ::= NAME "::=" choice ("(=" choice ")")?
+//   choice   ::= sequence ("|" sequence)*
+//   sequence ::= postfix+
+//   postfix  ::= primary ("*" | "+" | "?" | "{" m ("," n?)? "}")*
+//   primary  ::= STRING | CHARCLASS | NAME | "(" choice ")"
+// Comments run from '#' to the end of the line.
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include "support/utf8.h"
+#include "xgr2/errors.h"
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+namespace {
+
+class EbnfParser {
+ public:
+  explicit EbnfParser(const std::string& text) : text_(text) {}
+
+  GrammarPtr Parse(const std::string& root_name) {
+    auto g = std::make_shared<GrammarIR>();
+    g_ = g.get();
+    SkipSpace();
+    if (AtEnd()) Fail("the grammar is empty: expected a rule like `root ::= \"a\"`", pos_);
+    while (!AtEnd()) {
+      ParseRule();
+      SkipSpace();
+    }
+    for (const auto& ref : pending_refs_) {
+      auto it = rule_ids_.find(ref.name);
+      if (it == rule_ids_.end() || g_->rules[it->second].body < 0) {
+        Fail("undefined rule `" + ref.name + "`", ref.pos);
+      }
+      g_->exprs[ref.expr].rule = it->second;
+    }
+    int32_t root = g_->FindRule(root_name);
+    if (root < 0) {
+      Fail("the root rule `" + root_name + "` is not defined", 0);
+    }
+    g_->root = root;
+    return g;
+  }
+
+ private:
+  struct PendingRef {
+    int32_t expr;
+    std::string name;
+    size_t pos;
+  };
+
+  [[noreturn]] void Fail(const std::string& msg, size_t at) const {
+    int line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i < at && i < text_.size(); ++i) {
+      if (text_[i] == '\n') ++line, line_start = i + 1;
+    }
+    int column = 1;
+    for (size_t i = line_start; i < at && i < text_.size(); ++i) {
+      if ((static_cast<uint8_t>(text_[i]) & 0xC0) != 0x80) ++column;
+    }
+    size_t line_end = text_.find('\n', line_start);
+    if (line_end == std::string::npos) line_end = text_.size();
+    std::string excerpt = text_.substr(line_start, line_end - line_start);
+    std::string full = msg + " at line " + std::to_string(line) + ", column " +
+                       std::to_string(column) + ":\n  " + excerpt + "\n  " +
+                       std::string(column - 1, ' ') + "^";
+    throw GrammarError(full, line, column);
+  }
+
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  char Peek(size_t k = 0) const { return pos_ + k < text_.size() ? text_[pos_ + k] : '\0'; }
+
+  void SkipSpace() {
+    while (!AtEnd()) {
+      char c = Peek();
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+        ++pos_;
+      } else if (c == '#') {
+        while (!AtEnd() && Peek() != '\n') ++pos_;
+      } else {
+        break;
+      }
+    }
+  }
+
+  static bool IsNameStart(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+  }
+  static bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
+
+  std::string ParseName() {
+    size_t start = pos_;
+    while (!AtEnd() && IsNameChar(Peek())) ++pos_;
+    return text_.substr(start, pos_ - start);
+  }
+
+  // True when the text at the cursor is `NAME ::=` (the start of the next rule).
+  bool AtRuleStart() const {
+    size_t p = pos_;
+    if (p >= text_.size() || !IsNameStart(text_[p])) return false;
+    while (p < text_.size() && IsNameChar(text_[p])) ++p;
+    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n')) ++p;
+    return text_.compare(p, 3, "::=") == 0;
+  }
+
+  int32_t RuleId(const std::string& name) {
+    auto it = rule_ids_.find(name);
+    if (it != rule_ids_.end()) return it->second;
+    int32_t id = static_cast<int32_t>(g_->rules.size());
+    g_->rules.push_back(Rule{name, -1, -1});
+    rule_ids_[name] = id;
+    return id;
+  }
+
+  void ParseRule() {
+    size_t start = pos_;
+    if (!IsNameStart(Peek())) Fail("expected a rule name", pos_);
+    std::string name = ParseName();
+    SkipSpace();
+    if (text_.compare(pos_, 3, "::=") != 0) Fail("expected `::=` after rule name `" + name + "`", pos_);
+    pos_ += 3;
+    int32_t id = RuleId(name);
+    if (g_->rules[id].body >= 0) Fail("rule `" + name + "` is defined twice", start);
+    depth_ = 0;
+    int32_t body = ParseChoice();
+    int32_t lookahead = -1;
+    SkipSpace();
+    if (Peek() == '(' && Peek(1) == '=') {
+      size_t la_pos = pos_;
+      pos_ += 2;
+      lookahead = ParseChoice();
+      SkipSpace();
+      if (Peek() != ')') Fail("expected `)` to close the lookahead assertion", pos_);
+      ++pos_;
+      SkipSpace();
+      if (!AtEnd() && !AtRuleStart()) Fail("a lookahead assertion must end its rule", la_pos);
+    }
+    g_->rules[id].body = body;
+    g_->rules[id].lookahead = lookahead;
+  }
+
+  int32_t ParseChoice() {
+    if (++depth_ > GrammarLimits::kMaxNesting) Fail("expressions are nested too deeply", pos_);
+    std::vector<int32_t> alts;
+    alts.push_back(ParseSequence());
+    SkipSpace();
+    while (Peek() == '|') {
+      ++pos_;
+      alts.push_back(ParseSequence());
+      SkipSpace();
+    }
+    --depth_;
+    if (alts.size() == 1) return alts[0];
+    Expr e;
+    e.kind = ExprKind::kChoice;
+    for (int32_t a : alts) {  // flatten nested choices
+      if (g_->exprs[a].kind == ExprKind::kChoice) {
+        auto& ch = g_->exprs[a].children;
+        e.children.insert(e.children.end(), ch.begin(), ch.end());
+      } else {
+        e.children.push_back(a);
+      }
+    }
+    return g_->AddExpr(std::move(e));
+  }
+
+  bool AtSequenceEnd() {
+    SkipSpace();
+    if (AtEnd()) return true;
+    char c = Peek();
+    if (c == '|' || c == ')') return true;
+    if (c == '(' && Peek(1) == '=') return true;
+    return AtRuleStart();
+  }
+
+  int32_t ParseSequence() {
+    std::vector<int32_t> items;
+    while (!AtSequenceEnd()) items.push_back(ParsePostfix());
+    if (items.empty()) Fail("expected an expression", pos_);
+    if (items.size() == 1) return items[0];
+    Expr e;
+    e.kind = ExprKind::kSequence;
+    for (int32_t it : items) {  // flatten nested sequences
+      if (g_->exprs[it].kind == ExprKind::kSequence) {
+        auto& ch = g_->exprs[it].children;
+        e.children.insert(e.children.end(), ch.begin(), ch.end());
+      } else {
+        e.children.push_back(it);
+      }
+    }
+    return g_->AddExpr(std::move(e));
+  }
+
+  int32_t ParseInt() {
+    size_t start = pos_;
+    int64_t v = 0;
+    while (Peek() >= '0' && Peek() <= '9') {
+      v = v * 10 + (Peek() - '0');
+      if (v > GrammarLimits::kMaxRepeat) {
+        Fail("repetition bound exceeds the limit of " + std::to_string(GrammarLimits::kMaxRepeat), start);
+      }
+      ++pos_;
+    }
+    if (pos_ == start) Fail("expected a number", pos_);
+    return static_cast<int32_t>(v);
+  }
+
+  int32_t MakeRepeat(int32_t child, int32_t min, int32_t max) {
+    Expr e;
+    e.kind = ExprKind::kRepeat;
+    e.children = {child};
+    e.min = min;
+    e.max = max;
+    return g_->AddExpr(std::move(e));
+  }
+
+  int32_t ParsePostfix() {
+    int32_t e = ParsePrimary();
+    while (true) {
+      char c = Peek();  // postfix operators must follow without whitespace
+      if (c == '*') {
+        ++pos_, e = MakeRepeat(e, 0, -1);
+      } else if (c == '+') {
+        ++pos_, e = MakeRepeat(e, 1, -1);
+      } else if (c == '?') {
+        ++pos_, e = MakeRepeat(e, 0, 1);
+      } else if (c == '{') {
+        size_t start = pos_++;
+        SkipSpace();
+        int32_t min = 0, max;
+        if (Peek() != ',') min = ParseInt();
+        SkipSpace();
+        if (Peek() == ',') {
+          ++pos_;
+          SkipSpace();
+          max = Peek() == '}' ? -1 : ParseInt();
+          SkipSpace();
+        } else {
+          max = min;
+        }
+        if (Peek() != '}') Fail("expected `}` to close the repetition", pos_);
+        ++pos_;
+        if (max >= 0 && min > max) {
+          Fail("repetition {" + std::to_string(min) + "," + std::to_string(max) + "} has min > max", start);
+        }
+        e = MakeRepeat(e, min, max);
+      } else {
+        return e;
+      }
+    }
+  }
+
+  int32_t ParsePrimary() {
+    char c = Peek();
+    if (c == '"' || c == '\'') return ParseString();
+    if (c == '[') return ParseCharClass();
+    if (c == '(') {
+      size_t open = pos_++;
+      int32_t e = ParseChoice();
+      SkipSpace();
+      if (Peek() != ')') Fail(AtEnd() ? "unclosed `(`" : "expected `)`", AtEnd() ? open : pos_);
+      ++pos_;
+      return e;
+    }
+    if (IsNameStart(c)) {
+      size_t start = pos_;
+      std::string name = ParseName();
+      Expr e;
+      e.kind = ExprKind::kRuleRef;
+      int32_t id = g_->AddExpr(std::move(e));
+      RuleId(name);
+      pending_refs_.push_back({id, name, start});
+      return id;
+    }
+    if (AtEnd()) Fail("unexpected end of grammar: expected an expression", pos_);
+    Fail(std::string("unexpected character `") + CurrentChar() + "`", pos_);
+  }
+
+  std::string CurrentChar() const {
+    size_t p = pos_;
+    int32_t cp = DecodeUtf8(text_, &p);
+    return cp < 0 ? "?" : text_.substr(pos_, p - pos_);
+  }
+
+  uint32_t ParseHex(int digits, size_t esc_pos) {
+    uint32_t v = 0;
+    for (int i = 0; i < digits; ++i) {
+      char h = Peek();
+      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      if (d < 0) Fail("invalid escape: expected " + std::to_string(digits) + " hex digits", esc_pos);
+      v = v * 16 + d;
+      ++pos_;
+    }
+    if (v > kMaxCodepoint || (v >= 0xD800 && v <= 0xDFFF)) Fail("escape is not a valid Unicode code point", esc_pos);
+    return v;
+  }
+
+  // Reads one (possibly escaped) character of a string or class; returns its code point.
+  uint32_t ParseChar(bool in_class) {
+    size_t start = pos_;
+    if (Peek() == '\\') {
+      ++pos_;
+      if (AtEnd()) Fail("unterminated escape", start);
+      char c = text_[pos_++];
+      switch (c) {
+        case 'n': return '\n';
+        case 't': return '\t';
+        case 'r': return '\r';
+        case 'f': return '\f';
+        case 'v': return '\v';
+        case 'b': return '\b';
+        case '0': return 0;
+        case 'x': return ParseHex(2, start);
+        case 'u': return ParseHex(4, start);
+        case 'U': return ParseHex(8, start);
+        default:
+          if (c > ' ' && c < 0x7F && !std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+            return static_cast<uint8_t>(c);  // escaped punctuation stands for itself
+          }
+          Fail(std::string("invalid escape `\\") + c + "`", start);
+      }
+    }
+    size_t p = pos_;
+    int32_t cp = DecodeUtf8(text_, &p);
+    if (cp < 0) Fail("invalid UTF-8 in grammar text", pos_);
+    if (!in_class && (cp == '\n')) Fail("unterminated string literal", start);
+    pos_ = p;
+    return static_cast<uint32_t>(cp);
+  }
+
+  int32_t ParseString() {
+    size_t start = pos_;
+    char quote = text_[pos_++];
+    Expr e;
+    e.kind = ExprKind::kBytes;
+    while (true) {
+      if (AtEnd() || Peek() == '\n') Fail("unterminated string literal", start);
+      if (Peek() == quote) break;
+      AppendUtf8(ParseChar(false), &e.bytes);
+    }
+    ++pos_;
+    if (e.bytes.empty()) e.kind = ExprKind::kEmpty;
+    return g_->AddExpr(std::move(e));
+  }
+
+  int32_t ParseCharClass() {
+    size_t start = pos_++;
+    Expr e;
+    e.kind = ExprKind::kCharClass;
+    if (Peek() == '^') ++pos_, e.negated = true;
+    std::vector<CodepointRange> ranges;
+    while (true) {
+      if (AtEnd()) Fail("unterminated character class", start);
+      if (Peek() == ']') break;
+      size_t item = pos_;
+      uint32_t lo = ParseChar(true);
+      uint32_t hi = lo;
+      if (Peek() == '-' && Peek(1) != ']' && pos_ + 1 < text_.size()) {
+        ++pos_;
+        hi = ParseChar(true);
+        if (hi < lo) Fail("bad character range: the start is after the end", item);
+      }
+      ranges.push_back({lo, hi});
+    }
+    ++pos_;
+    if (ranges.empty() && !e.negated) Fail("empty character class", start);
+    std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.lo < b.lo; });
+    for (auto r : ranges) {
+      if (!e.ranges.empty() && r.lo <= e.ranges.back().hi + 1) {
+        e.ranges.back().hi = std::max(e.ranges.back().hi, r.hi);
+      } else {
+        e.ranges.push_back(r);
+      }
+    }
+    return g_->AddExpr(std::move(e));
+  }
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  GrammarIR* g_ = nullptr;
+  std::unordered_map<std::string, int32_t> rule_ids_;
+  std::vector<PendingRef> pending_refs_;
+};
+
+}  // namespace
+
+GrammarPtr ParseEbnf(const std::string& text, const std::string& root_rule) {
+  return EbnfParser(text).Parse(root_rule);
+}
+
+}  // namespace xgr2

@@ -1,0 +1,52 @@
+// Per-rule deterministic automata over bytes and rule references, in one node space.
+// This is what the Earley parser walks: an item is (node, origin set).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+
+struct FsmEdge {
+  uint8_t lo = 0;      // byte edge: bytes [lo, hi]
+  uint8_t hi = 0;
+  int32_t rule = -1;   // rule edge when >= 0
+  int32_t target = 0;
+};
+
+using ByteSet = std::array<uint64_t, 4>;
+
+inline bool ByteSetHas(const ByteSet& s, uint8_t b) { return (s[b >> 6] >> (b & 63)) & 1; }
+
+struct GrammarFsm {
+  int32_t root = 0;
+  std::vector<int32_t> rule_start;      // start node of each rule
+  std::vector<uint8_t> rule_nullable;   // rule derives ""
+  std::vector<int32_t> node_rule;       // owning rule of each node
+  std::vector<uint8_t> node_final;      // node ends its rule
+  std::vector<int32_t> edge_begin;      // edges of node n: [edge_begin[n], edge_begin[n+1])
+  std::vector<int32_t> rule_edge_begin; // byte edges first (sorted by lo), then rule edges
+  std::vector<FsmEdge> edges;
+  std::vector<ByteSet> first_bytes;     // bytes with an edge out of each node
+
+  int32_t NumNodes() const { return static_cast<int32_t>(node_rule.size()); }
+  bool HasEdges(int32_t n) const { return edge_begin[n] != edge_begin[n + 1]; }
+
+  // Target of the byte edge out of node n on b, or -1.
+  int32_t ByteTarget(int32_t n, uint8_t b) const {
+    for (int32_t e = edge_begin[n]; e < rule_edge_begin[n]; ++e) {
+      if (b < edges[e].lo) return -1;
+      if (b <= edges[e].hi) return edges[e].target;
+    }
+    return -1;
+  }
+};
+
+// Builds the automata; prunes rules that derive no finite string and nodes that
+// cannot reach a final node. Throws GrammarError when the root derives nothing or a
+// documented size limit is exceeded.
+GrammarFsm BuildGrammarFsm(const GrammarIR& g);
+
+}  // namespace xgr2

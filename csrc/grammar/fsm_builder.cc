@@ -1,0 +1,338 @@
+// IR -> Thompson NFA per rule -> subset construction -> pruning.
+#include <algorithm>
+#include <map>
+
+#include "grammar/fsm.h"
+#include "support/utf8.h"
+#include "xgr2/errors.h"
+
+namespace xgr2 {
+namespace {
+
+constexpr int kEps = -2;  // NfaEdge::rule value of an epsilon edge
+
+struct NfaEdge {
+  uint8_t lo, hi;
+  int32_t rule;  // -1 byte edge, kEps epsilon, >= 0 rule edge
+  int32_t target;
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const GrammarIR& g, int64_t* budget) : g_(g), budget_(budget) {}
+
+  int32_t NewNode() {
+    if (--*budget_ < 0) {
+      throw GrammarError("grammar too large: automata exceed " +
+                         std::to_string(GrammarLimits::kMaxNfaNodes) + " nodes (large repetition bounds?)");
+    }
+    edges_.emplace_back();
+    return static_cast<int32_t>(edges_.size()) - 1;
+  }
+  void Add(int32_t from, NfaEdge e) { edges_[from].push_back(e); }
+  void Eps(int32_t from, int32_t to) { Add(from, {0, 0, kEps, to}); }
+
+  // Adds the language of `expr` from `from`; returns the end node.
+  int32_t Build(int32_t expr, int32_t from) {
+    const Expr& e = g_.exprs[expr];
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        return from;
+      case ExprKind::kBytes: {
+        int32_t cur = from;
+        for (char c : e.bytes) {
+          int32_t next = NewNode();
+          uint8_t b = static_cast<uint8_t>(c);
+          Add(cur, {b, b, -1, next});
+          cur = next;
+        }
+        return cur;
+      }
+      case ExprKind::kCharClass:
+        return BuildClass(e, from);
+      case ExprKind::kRuleRef: {
+        int32_t next = NewNode();
+        Add(from, {0, 0, e.rule, next});
+        return next;
+      }
+      case ExprKind::kSequence: {
+        int32_t cur = from;
+        for (int32_t c : e.children) cur = Build(c, cur);
+        return cur;
+      }
+      case ExprKind::kChoice: {
+        int32_t end = NewNode();
+        for (int32_t c : e.children) {
+          int32_t start = NewNode();
+          Eps(from, start);
+          Eps(Build(c, start), end);
+        }
+        return end;
+      }
+      case ExprKind::kRepeat: {
+        int32_t cur = from;
+        for (int32_t i = 0; i < e.min; ++i) {
+          int32_t start = NewNode();
+          Eps(cur, start);
+          cur = Build(e.children[0], start);
+        }
+        if (e.max < 0) {  // star: loop through a fresh node
+          int32_t loop = NewNode();
+          Eps(cur, loop);
+          Eps(Build(e.children[0], loop), loop);
+          return loop;
+        }
+        int32_t end = NewNode();
+        Eps(cur, end);
+        for (int32_t i = e.min; i < e.max; ++i) {
+          int32_t start = NewNode();
+          Eps(cur, start);
+          cur = Build(e.children[0], start);
+          Eps(cur, end);
+        }
+        return end;
+      }
+    }
+    return from;
+  }
+
+  std::vector<std::vector<NfaEdge>> TakeEdges() { return std::move(edges_); }
+
+ private:
+  int32_t BuildClass(const Expr& e, int32_t from) {
+    std::vector<CodepointRange> ranges = e.ranges;
+    if (e.negated) {
+      std::vector<CodepointRange> comp;
+      uint32_t next = 0;
+      for (auto r : ranges) {
+        if (r.lo > next) comp.push_back({next, r.lo - 1});
+        next = r.hi + 1;
+      }
+      if (next <= kMaxCodepoint) comp.push_back({next, kMaxCodepoint});
+      ranges = comp;
+    }
+    int32_t end = NewNode();
+    for (auto r : ranges) {
+      for (const ByteRangeSeq& seq : Utf8RangeSequences(r.lo, r.hi)) {
+        int32_t cur = from;
+        for (int i = 0; i < seq.len; ++i) {
+          int32_t next = i + 1 == seq.len ? end : NewNode();
+          Add(cur, {seq.lo[i], seq.hi[i], -1, next});
+          cur = next;
+        }
+      }
+    }
+    return end;
+  }
+
+  const GrammarIR& g_;
+  int64_t* budget_;
+  std::vector<std::vector<NfaEdge>> edges_;
+};
+
+struct RuleDfa {
+  std::vector<uint8_t> final;
+  std::vector<std::vector<FsmEdge>> edges;  // local targets
+};
+
+// Epsilon closure; `stamp`/`epoch` make the visited check O(1) without clearing.
+std::vector<int32_t> Closure(const std::vector<std::vector<NfaEdge>>& nfa, std::vector<int32_t> set,
+                             std::vector<uint32_t>* stamp, uint32_t* epoch) {
+  uint32_t mark = ++*epoch;
+  std::vector<int32_t> unique;
+  for (int32_t n : set) {
+    if ((*stamp)[n] != mark) (*stamp)[n] = mark, unique.push_back(n);
+  }
+  set.swap(unique);
+  for (size_t i = 0; i < set.size(); ++i) {
+    for (const NfaEdge& e : nfa[set[i]]) {
+      if (e.rule == kEps && (*stamp)[e.target] != mark) {
+        (*stamp)[e.target] = mark;
+        set.push_back(e.target);
+      }
+    }
+  }
+  std::sort(set.begin(), set.end());
+  return set;
+}
+
+RuleDfa Determinize(const GrammarIR& g, int32_t rule, const std::vector<std::vector<NfaEdge>>& nfa,
+                    int32_t nfa_final) {
+  RuleDfa dfa;
+  std::vector<uint32_t> stamp(nfa.size(), 0);
+  uint32_t epoch = 0;
+  auto closure = [&](std::vector<int32_t> s) { return Closure(nfa, std::move(s), &stamp, &epoch); };
+  std::map<std::vector<int32_t>, int32_t> ids;
+  std::vector<std::vector<int32_t>> sets;
+  auto intern = [&](std::vector<int32_t> s) {
+    auto it = ids.find(s);
+    if (it != ids.end()) return it->second;
+    int32_t id = static_cast<int32_t>(sets.size());
+    if (id >= GrammarLimits::kMaxDfaNodesPerRule) {
+      throw GrammarError("grammar too large: rule `" + g.rules[rule].name + "` needs more than " +
+                         std::to_string(GrammarLimits::kMaxDfaNodesPerRule) + " automaton states");
+    }
+    ids.emplace(s, id);
+    sets.push_back(std::move(s));
+    return id;
+  };
+  intern(closure({0}));
+  for (size_t d = 0; d < sets.size(); ++d) {
+    std::vector<int32_t> members = sets[d];  // copy: `sets` may grow
+    bool is_final = std::binary_search(members.begin(), members.end(), nfa_final);
+    std::vector<int> cuts;
+    std::map<int32_t, std::vector<int32_t>> rule_targets;
+    std::vector<const NfaEdge*> byte_edges;
+    for (int32_t n : members) {
+      for (const NfaEdge& e : nfa[n]) {
+        if (e.rule == -1) {
+          byte_edges.push_back(&e);
+          cuts.push_back(e.lo);
+          cuts.push_back(e.hi + 1);
+        } else if (e.rule >= 0) {
+          rule_targets[e.rule].push_back(e.target);
+        }
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::vector<FsmEdge> out;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      int lo = cuts[c], hi = cuts[c + 1] - 1;
+      std::vector<int32_t> targets;
+      for (const NfaEdge* e : byte_edges) {
+        if (e->lo <= lo && hi <= e->hi) targets.push_back(e->target);
+      }
+      if (targets.empty()) continue;
+      int32_t t = intern(closure(std::move(targets)));
+      if (!out.empty() && out.back().rule < 0 && out.back().target == t && out.back().hi + 1 == lo) {
+        out.back().hi = static_cast<uint8_t>(hi);
+      } else {
+        out.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
+      }
+    }
+    for (auto& [r, targets] : rule_targets) {
+      out.push_back({0, 0, r, intern(closure(targets))});
+    }
+    dfa.final.push_back(is_final);
+    dfa.edges.push_back(std::move(out));
+  }
+  return dfa;
+}
+
+}  // namespace
+
+GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
+  int32_t num_rules = static_cast<int32_t>(g.rules.size());
+  int64_t budget = GrammarLimits::kMaxNfaNodes;
+  std::vector<RuleDfa> dfas;
+  for (int32_t r = 0; r < num_rules; ++r) {
+    NfaBuilder nb(g, &budget);
+    int32_t start = nb.NewNode();
+    int32_t end = nb.Build(g.rules[r].body, start);
+    auto nfa = nb.TakeEdges();
+    dfas.push_back(Determinize(g, r, nfa, end));
+  }
+
+  // Productive rules: derive at least one finite string.
+  std::vector<uint8_t> productive(num_rules, 0);
+  auto reaches_final = [&](const RuleDfa& d, auto edge_ok) {
+    std::vector<uint8_t> seen(d.final.size(), 0);
+    std::vector<int32_t> stack = {0};
+    seen[0] = 1;
+    while (!stack.empty()) {
+      int32_t n = stack.back();
+      stack.pop_back();
+      if (d.final[n]) return true;
+      for (const FsmEdge& e : d.edges[n]) {
+        if (edge_ok(e) && !seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+      }
+    }
+    return false;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < num_rules; ++r) {
+      if (productive[r]) continue;
+      if (reaches_final(dfas[r], [&](const FsmEdge& e) { return e.rule < 0 || productive[e.rule]; })) {
+        productive[r] = 1, changed = true;
+      }
+    }
+  }
+  if (!productive[g.root]) {
+    throw GrammarError("the root rule `" + g.rules[g.root].name + "` derives no finite string");
+  }
+
+  // Drop edges into unproductive rules and into nodes that cannot reach a final node.
+  for (auto& d : dfas) {
+    int32_t n = static_cast<int32_t>(d.final.size());
+    for (auto& edges : d.edges) {
+      edges.erase(std::remove_if(edges.begin(), edges.end(),
+                                 [&](const FsmEdge& e) { return e.rule >= 0 && !productive[e.rule]; }),
+                  edges.end());
+    }
+    std::vector<uint8_t> live(d.final.begin(), d.final.end());
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int32_t i = 0; i < n; ++i) {
+        if (live[i]) continue;
+        for (const FsmEdge& e : d.edges[i]) {
+          if (live[e.target]) {
+            live[i] = 1, changed = true;
+            break;
+          }
+        }
+      }
+    }
+    for (auto& edges : d.edges) {
+      edges.erase(std::remove_if(edges.begin(), edges.end(), [&](const FsmEdge& e) { return !live[e.target]; }),
+                  edges.end());
+    }
+  }
+
+  // Nullable rules: reach a final node from the start through nullable rule edges only.
+  std::vector<uint8_t> nullable(num_rules, 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int32_t r = 0; r < num_rules; ++r) {
+      if (nullable[r]) continue;
+      if (reaches_final(dfas[r], [&](const FsmEdge& e) { return e.rule >= 0 && nullable[e.rule]; })) {
+        nullable[r] = 1, changed = true;
+      }
+    }
+  }
+
+  GrammarFsm fsm;
+  fsm.root = g.root;
+  fsm.rule_nullable = nullable;
+  int32_t offset = 0;
+  for (int32_t r = 0; r < num_rules; ++r) {
+    fsm.rule_start.push_back(offset);
+    offset += static_cast<int32_t>(dfas[r].final.size());
+  }
+  fsm.edge_begin.push_back(0);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    const RuleDfa& d = dfas[r];
+    for (size_t i = 0; i < d.final.size(); ++i) {
+      fsm.node_rule.push_back(r);
+      fsm.node_final.push_back(d.final[i]);
+      ByteSet first{};
+      int32_t byte_edges = 0;
+      for (const FsmEdge& e : d.edges[i]) {
+        if (e.rule >= 0) continue;
+        ++byte_edges;
+        for (int b = e.lo; b <= e.hi; ++b) first[b >> 6] |= uint64_t{1} << (b & 63);
+        fsm.edges.push_back({e.lo, e.hi, -1, e.target + fsm.rule_start[r]});
+      }
+      fsm.rule_edge_begin.push_back(fsm.edge_begin.back() + byte_edges);
+      for (const FsmEdge& e : d.edges[i]) {
+        if (e.rule >= 0) fsm.edges.push_back({0, 0, e.rule, e.target + fsm.rule_start[r]});
+      }
+      fsm.first_bytes.push_back(first);
+      fsm.edge_begin.push_back(static_cast<int32_t>(fsm.edges.size()));
+    }
+  }
+  return fsm;
+}
+
+}  // namespace xgr2

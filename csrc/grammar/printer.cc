@@ -1,0 +1,148 @@
+// Prints the IR as normalized EBNF. Parsing the output yields the same IR shape,
+// so printing it again gives the same text.
+#include <cstdio>
+
+#include "support/utf8.h"
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+namespace {
+
+void AppendEscaped(uint32_t cp, bool in_class, std::string* out) {
+  switch (cp) {
+    case '\n': *out += "\\n"; return;
+    case '\t': *out += "\\t"; return;
+    case '\r': *out += "\\r"; return;
+    case '\\': *out += "\\\\"; return;
+    case '"': *out += in_class ? "\"" : "\\\""; return;
+    default: break;
+  }
+  if (in_class && (cp == ']' || cp == '-' || cp == '^' || cp == '[')) {
+    out->push_back('\\');
+    out->push_back(static_cast<char>(cp));
+    return;
+  }
+  char buf[16];
+  if (cp < 0x20 || cp == 0x7F) {
+    std::snprintf(buf, sizeof buf, "\\x%02X", cp);
+    *out += buf;
+  } else if ((cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) {
+    std::snprintf(buf, sizeof buf, "\\u%04X", cp);  // invisible: keep them readable
+    *out += buf;
+  } else {
+    AppendUtf8(cp, out);
+  }
+}
+
+class Printer {
+ public:
+  explicit Printer(const GrammarIR& g) : g_(g) {}
+
+  // `tight`: the caller binds tighter than a sequence (postfix operand).
+  void Print(int32_t id, int parent_prec, std::string* out) const {
+    const Expr& e = g_.exprs[id];
+    int prec = Precedence(e);
+    bool paren = prec < parent_prec;
+    if (paren) out->push_back('(');
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        *out += "\"\"";
+        break;
+      case ExprKind::kBytes: {
+        out->push_back('"');
+        size_t p = 0;
+        while (p < e.bytes.size()) {
+          int32_t cp = DecodeUtf8(e.bytes, &p);
+          if (cp < 0) {  // not produced by the parser; print raw bytes as code points
+            cp = static_cast<uint8_t>(e.bytes[p++]);
+          }
+          AppendEscaped(static_cast<uint32_t>(cp), false, out);
+        }
+        out->push_back('"');
+        break;
+      }
+      case ExprKind::kCharClass:
+        out->push_back('[');
+        if (e.negated) out->push_back('^');
+        for (auto r : e.ranges) {
+          AppendEscaped(r.lo, true, out);
+          if (r.hi != r.lo) {
+            if (r.hi != r.lo + 1) out->push_back('-');
+            AppendEscaped(r.hi, true, out);
+          }
+        }
+        out->push_back(']');
+        break;
+      case ExprKind::kRuleRef:
+        *out += g_.rules[e.rule].name;
+        break;
+      case ExprKind::kSequence:
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          if (i) out->push_back(' ');
+          Print(e.children[i], 2, out);
+        }
+        break;
+      case ExprKind::kChoice:
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          if (i) *out += " | ";
+          Print(e.children[i], 1, out);
+        }
+        break;
+      case ExprKind::kRepeat:
+        Print(e.children[0], 4, out);
+        if (e.min == 0 && e.max == -1) {
+          out->push_back('*');
+        } else if (e.min == 1 && e.max == -1) {
+          out->push_back('+');
+        } else if (e.min == 0 && e.max == 1) {
+          out->push_back('?');
+        } else if (e.min == e.max) {
+          *out += "{" + std::to_string(e.min) + "}";
+        } else if (e.max == -1) {
+          *out += "{" + std::to_string(e.min) + ",}";
+        } else {
+          *out += "{" + std::to_string(e.min) + "," + std::to_string(e.max) + "}";
+        }
+        break;
+    }
+    if (paren) out->push_back(')');
+  }
+
+ private:
+  // 1: choice, 2: sequence, 3: repeat, 4: atom.
+  static int Precedence(const Expr& e) {
+    switch (e.kind) {
+      case ExprKind::kChoice: return 1;
+      case ExprKind::kSequence: return 2;
+      case ExprKind::kRepeat: return 3;
+      default: return 4;
+    }
+  }
+  const GrammarIR& g_;
+};
+
+}  // namespace
+
+std::string PrintExpr(const GrammarIR& g, int32_t expr) {
+  std::string out;
+  Printer(g).Print(expr, 0, &out);
+  return out;
+}
+
+std::string PrintGrammar(const GrammarIR& g) {
+  std::string out;
+  Printer p(g);
+  for (const Rule& r : g.rules) {
+    out += r.name + " ::= ";
+    p.Print(r.body, 0, &out);
+    if (r.lookahead >= 0) {
+      out += " (= ";
+      p.Print(r.lookahead, 0, &out);
+      out += ")";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace xgr2

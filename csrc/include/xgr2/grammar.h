@@ -1,0 +1,78 @@
+// Grammar IR: rules whose bodies are expression trees. Front ends (EBNF today;
+// regex, JSON Schema, structural tags next) produce it; the FSM builder consumes it.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xgr2 {
+
+enum class ExprKind : uint8_t {
+  kEmpty,      // matches ""
+  kBytes,      // a literal byte string (UTF-8 of the literal)
+  kCharClass,  // one code point from `ranges` (or outside them when negated)
+  kRuleRef,    // another rule
+  kSequence,   // children in order
+  kChoice,     // any one child
+  kRepeat,     // child repeated [min, max] times; max == -1 means unbounded
+};
+
+struct CodepointRange {
+  uint32_t lo;
+  uint32_t hi;
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kEmpty;
+  std::string bytes;                   // kBytes
+  std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
+  bool negated = false;                // kCharClass
+  int32_t rule = -1;                   // kRuleRef
+  std::vector<int32_t> children;       // kSequence, kChoice, kRepeat (one child)
+  int32_t min = 0;                     // kRepeat
+  int32_t max = -1;                    // kRepeat
+};
+
+struct Rule {
+  std::string name;
+  int32_t body = -1;       // expression id
+  int32_t lookahead = -1;  // expression id of a lookahead assertion, or -1
+};
+
+// Immutable once built. Expressions live in one arena and refer to each other by id.
+struct GrammarIR {
+  std::vector<Expr> exprs;
+  std::vector<Rule> rules;
+  int32_t root = 0;
+
+  int32_t AddExpr(Expr e) {
+    exprs.push_back(std::move(e));
+    return static_cast<int32_t>(exprs.size()) - 1;
+  }
+  int32_t FindRule(const std::string& name) const;
+};
+
+using GrammarPtr = std::shared_ptr<const GrammarIR>;
+
+// Limits that bound pathological grammars (documented in docs/limits.md).
+struct GrammarLimits {
+  static constexpr int32_t kMaxRepeat = 10000;         // largest finite bound in {m,n}
+  static constexpr int64_t kMaxNfaNodes = 2000000;     // total NFA nodes while building FSMs
+  static constexpr int64_t kMaxDfaNodesPerRule = 200000;
+  static constexpr int32_t kMaxNesting = 1000;         // parenthesis depth in EBNF text
+};
+
+// Parses XGrammar/GBNF-style EBNF. Throws GrammarError with line and column.
+GrammarPtr ParseEbnf(const std::string& text, const std::string& root_rule);
+
+// Prints a normalized EBNF text that parses back to the same grammar.
+std::string PrintGrammar(const GrammarIR& g);
+
+// Prints one expression (used in error messages and the printer).
+std::string PrintExpr(const GrammarIR& g, int32_t expr);
+
+// The builtin JSON grammar (RFC 8259 values, any whitespace between tokens).
+const std::string& BuiltinJsonEbnf();
+
+}  // namespace xgr2

@@ -1,0 +1,69 @@
+// Compiled grammars and immutable matcher states: the public C++ engine API.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "xgr2/grammar.h"
+#include "xgr2/tokenizer.h"
+
+namespace xgr2 {
+
+struct CompiledGrammarImpl;
+struct GrammarFsm;
+class EarleySet;
+
+// Builds (and so validates) the automata of a grammar; throws GrammarError.
+std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar);
+
+// A grammar bound to a tokenizer. Immutable and shareable across threads.
+class CompiledGrammar {
+ public:
+  CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer);
+  const GrammarIR& grammar() const;
+  const TokenizerInfo& tokenizer() const;
+  std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }
+
+ private:
+  std::shared_ptr<const CompiledGrammarImpl> impl_;
+};
+
+// One point of a decoding: the parse of every token so far. Never changes once
+// built; advancing returns a new state that shares this one's history.
+class MatcherState {
+ public:
+  explicit MatcherState(const CompiledGrammar& compiled);
+
+  // The state after `token`, or nullopt when the grammar rejects it.
+  // Throws InvalidTokenError for ids outside [0, vocab_size).
+  std::optional<MatcherState> TryAdvance(int32_t token) const;
+  // The state after forced bytes, or nullopt when they are rejected.
+  std::optional<MatcherState> TryAdvanceBytes(const std::string& bytes) const;
+  bool Accepts(int32_t token) const;
+
+  // Writes the allowed-token bitmask: ceil(vocab_size / 32) words, token t in word
+  // t / 32 bit t % 32, 1 = allowed. Padding ids and special tokens are 0; stop
+  // tokens are 1 exactly when the grammar can end here.
+  void FillBitmask(uint32_t* words) const;
+
+  // Longest byte string every continuation starts with (empty when there is a choice).
+  std::string JumpForwardBytes(int32_t max_bytes = 1 << 16) const;
+
+  bool IsTerminated() const { return terminated_; }
+  bool CanTerminate() const;
+  int32_t NumTokens() const { return num_tokens_; }
+  int64_t NumBytes() const { return num_bytes_; }
+  int32_t VocabSize() const;
+  const CompiledGrammarImpl& compiled() const { return *grammar_; }
+
+ private:
+  MatcherState() = default;
+  std::shared_ptr<const CompiledGrammarImpl> grammar_;
+  std::shared_ptr<const EarleySet> set_;
+  int32_t num_tokens_ = 0;
+  int64_t num_bytes_ = 0;
+  bool terminated_ = false;
+};
+
+}  // namespace xgr2

@@ -1,0 +1,29 @@
+// UTF-8 helpers: decoding grammar text and turning code point ranges into
+// byte-range sequences (so the engine works on bytes only).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xgr2 {
+
+constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+
+// Appends the UTF-8 encoding of cp (cp <= kMaxCodepoint).
+void AppendUtf8(uint32_t cp, std::string* out);
+
+// Decodes one code point at text[*pos], advancing *pos. Returns -1 on invalid UTF-8.
+int32_t DecodeUtf8(const std::string& text, size_t* pos);
+
+// One byte range per position of an encoded sequence: [lo[i], hi[i]] for byte i.
+struct ByteRangeSeq {
+  int len = 0;
+  uint8_t lo[4];
+  uint8_t hi[4];
+};
+
+// Splits the code point range [lo, hi] (surrogates excluded) into byte-range
+// sequences whose concatenated languages are exactly the UTF-8 encodings.
+std::vector<ByteRangeSeq> Utf8RangeSequences(uint32_t lo, uint32_t hi);
+
+}  // namespace xgr2

@@ -1,0 +1,124 @@
+#include "xgr2/tokenizer.h"
+
+#include <algorithm>
+
+#include "support/utf8.h"
+#include "xgr2/errors.h"
+
+namespace xgr2 {
+namespace {
+
+// Inverse of GPT-2's bytes_to_unicode: printable bytes map to themselves, the other
+// 68 bytes to U+0100.. in byte order.
+std::vector<int32_t> ByteLevelInverse() {
+  std::vector<int32_t> inv(324, -1);
+  int next = 256;
+  for (int b = 0; b < 256; ++b) {
+    bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174);
+    inv[printable ? b : next++] = b;
+  }
+  return inv;
+}
+
+std::string DecodeByteLevel(const std::string& s, const std::vector<int32_t>& inv) {
+  std::string out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    int32_t cp = DecodeUtf8(s, &pos);
+    if (cp < 0 || cp >= static_cast<int32_t>(inv.size()) || inv[cp] < 0) return s;  // not byte-level: keep text
+    out.push_back(static_cast<char>(inv[cp]));
+  }
+  return out;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+std::string DecodeByteFallback(const std::string& s) {
+  if (s.size() == 6 && s.compare(0, 3, "<0x") == 0 && s[5] == '>' && HexDigit(s[3]) >= 0 && HexDigit(s[4]) >= 0) {
+    return std::string(1, static_cast<char>(HexDigit(s[3]) * 16 + HexDigit(s[4])));
+  }
+  static const std::string kSpace = "\xE2\x96\x81";  // U+2581
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 3, kSpace) == 0) {
+      out.push_back(' ');
+      i += 3;
+    } else {
+      out.push_back(s[i++]);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType type, int32_t vocab_size,
+                             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids,
+                             const std::vector<int32_t>& literal_ids)
+    : type_(type), vocab_size_(vocab_size) {
+  int32_t n = static_cast<int32_t>(encoded.size());
+  if (n == 0) throw TokenizerError("the vocabulary is empty");
+  if (vocab_size < n) {
+    throw TokenizerError("vocab_size " + std::to_string(vocab_size) + " is smaller than the tokenizer's " +
+                         std::to_string(n) + " tokens");
+  }
+  auto check_id = [&](int32_t id, const char* what) {
+    if (id < 0 || id >= n) {
+      throw TokenizerError(std::string(what) + " token id " + std::to_string(id) + " is outside the tokenizer's " +
+                           std::to_string(n) + " tokens");
+    }
+  };
+  std::vector<uint8_t> literal(n, 0);
+  for (int32_t id : literal_ids) check_id(id, "added"), literal[id] = 1;
+
+  static const std::vector<int32_t> kInv = ByteLevelInverse();
+  decoded_.resize(n);
+  for (int32_t i = 0; i < n; ++i) {
+    if (literal[i] || type == VocabType::kRaw) {
+      decoded_[i] = encoded[i];
+    } else if (type == VocabType::kByteLevel) {
+      decoded_[i] = DecodeByteLevel(encoded[i], kInv);
+    } else {
+      decoded_[i] = DecodeByteFallback(encoded[i]);
+    }
+    max_token_bytes_ = std::max<int32_t>(max_token_bytes_, static_cast<int32_t>(decoded_[i].size()));
+  }
+
+  kind_.assign(vocab_size, kText);
+  std::fill(kind_.begin() + n, kind_.end(), kPadding);
+  std::sort(special_ids.begin(), special_ids.end());
+  special_ids.erase(std::unique(special_ids.begin(), special_ids.end()), special_ids.end());
+  for (int32_t id : special_ids) check_id(id, "special"), kind_[id] = kSpecial;
+  std::sort(stop_ids.begin(), stop_ids.end());
+  stop_ids.erase(std::unique(stop_ids.begin(), stop_ids.end()), stop_ids.end());
+  for (int32_t id : stop_ids) check_id(id, "stop"), kind_[id] = kStop;
+  stop_ids_ = std::move(stop_ids);
+  special_ids_ = std::move(special_ids);
+
+  for (int32_t i = 0; i < n; ++i) {
+    if (kind_[i] == kText && !decoded_[i].empty()) sorted_ids_.push_back(i);
+  }
+  std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(),
+                   [&](int32_t a, int32_t b) { return decoded_[a] < decoded_[b]; });
+  // Prefix-trie ranges: a stack of open prefixes, closed when a token stops extending them.
+  int32_t m = static_cast<int32_t>(sorted_ids_.size());
+  subtree_end_.assign(m, m);
+  std::vector<int32_t> open;
+  for (int32_t i = 0; i < m; ++i) {
+    const std::string& tok = decoded_[sorted_ids_[i]];
+    while (!open.empty()) {
+      const std::string& top = decoded_[sorted_ids_[open.back()]];
+      if (tok.compare(0, top.size(), top) == 0) break;
+      subtree_end_[open.back()] = i;
+      open.pop_back();
+    }
+    open.push_back(i);
+  }
+}
+
+}  // namespace xgr2

@@ -1,0 +1,40 @@
+"""xgr2: structured generation for JAX.
+
+Compile a grammar against a tokenizer, walk immutable matcher states along the
+generated tokens, and turn their packed bitmasks into masked logits and samples
+with :mod:`xgr2.jax`.
+
+>>> import xgr2
+>>> tok = xgr2.TokenizerInfo([b"{", b"}", b"{}", b"x", b"<eos>"], stop_token_ids=[4])
+>>> state = xgr2.compile('root ::= "{" "}"', tok).initial_state()
+>>> [t for t in range(5) if state.accepts(t)]
+[0, 2]
+"""
+
+from . import _core
+from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
+from ._compiler import CompiledGrammar, Compiler, MatcherState, compile
+from ._errors import GrammarError, InvalidTokenError, TokenizerError, TokenRejectedError, Xgr2Error
+from ._grammar import Grammar
+from ._tokenizer import TokenizerInfo
+
+_core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompiledGrammar",
+    "Compiler",
+    "Grammar",
+    "GrammarError",
+    "InvalidTokenError",
+    "MatcherState",
+    "TokenRejectedError",
+    "TokenizerError",
+    "TokenizerInfo",
+    "Xgr2Error",
+    "allocate_token_bitmask",
+    "bitmask_to_bool",
+    "compile",
+    "get_bitmask_shape",
+]
