@@ -48,7 +48,7 @@ def test_public_api():
     assert sorted(xgr2.jax.__all__) == ["apply_token_bitmask", "sample", "unpack_bitmask"]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(bitmasks())
 def test_unpack_matches_oracle(case):
     bitmask, vocab_size = case
@@ -65,7 +65,7 @@ def test_unpack_bit_layout():
     assert got.shape == (40,) and got.all()
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(bitmasks(), st.sampled_from([jnp.float32, jnp.bfloat16, jnp.float16]), st.randoms())
 def test_apply_matches_oracle(case, dtype, rnd):
     bitmask, vocab_size = case

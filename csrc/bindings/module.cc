@@ -156,7 +156,7 @@ NB_MODULE(_core, m) {
 
   nb::class_<MatcherState>(m, "MatcherState",
                            "An immutable point of a constrained decoding; see xgr2.MatcherState docs.")
-      .def("try_advance", &MatcherState::TryAdvance, "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("try_advance", &MatcherState::TryAdvance, "token_id"_a, "The state after `token_id`, or None if the grammar rejects it. Raises InvalidTokenError for ids outside [0, vocab_size).", nb::call_guard<nb::gil_scoped_release>())
       .def(
           "advance",
           [](const MatcherState& s, int32_t token) {
@@ -167,7 +167,10 @@ NB_MODULE(_core, m) {
             }
             return *out;
           },
-          "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+          "token_id"_a, nb::call_guard<nb::gil_scoped_release>(), R"doc(The state after `token_id`.
+
+Raises TokenRejectedError if the grammar rejects it (this state stays valid)
+and InvalidTokenError for ids outside [0, vocab_size).)doc")
       .def(
           "advance_bytes",
           [](const MatcherState& s, nb::bytes data) {
@@ -177,7 +180,7 @@ NB_MODULE(_core, m) {
             if (!out) throw TokenRejectedError("the grammar does not allow these bytes here");
             return *out;
           },
-          "data"_a)
+          "data"_a, R"doc(The state after forced bytes; raises TokenRejectedError if they are not allowed.)doc")
       .def(
           "try_advance_bytes",
           [](const MatcherState& s, nb::bytes data) {
@@ -185,8 +188,8 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;
             return s.TryAdvanceBytes(bytes);
           },
-          "data"_a)
-      .def("accepts", &MatcherState::Accepts, "token_id"_a, nb::call_guard<nb::gil_scoped_release>())
+          "data"_a, R"doc(The state after forced bytes, or None if they are not allowed.)doc")
+      .def("accepts", &MatcherState::Accepts, "token_id"_a, "Whether `token_id` is allowed here.", nb::call_guard<nb::gil_scoped_release>())
       .def(
           "fill_bitmask",
           [](const MatcherState& s, nb::handle out, int64_t row) {
@@ -194,7 +197,10 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;
             s.FillBitmask(words);
           },
-          "out"_a, "row"_a = 0)
+          "out"_a, "row"_a = 0, R"doc(Writes this state's allowed tokens into row `row` of `out`.
+
+`out` is a writable C-contiguous numpy int32 array [B, ceil(vocab_size/32)]; token t
+is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
       .def(
           "jump_forward_bytes",
           [](const MatcherState& s) {
@@ -204,7 +210,7 @@ NB_MODULE(_core, m) {
               b = s.JumpForwardBytes();
             }
             return nb::bytes(b.data(), b.size());
-          })
+          }, R"doc(The longest byte string every continuation starts with; the state is unchanged.)doc")
       .def(
           "advance_text",
           [](const MatcherState& s, const std::string& text) {
@@ -213,7 +219,7 @@ NB_MODULE(_core, m) {
             if (!out) throw TokenRejectedError("the grammar does not allow this text here");
             return *out;
           },
-          "text"_a)
+          "text"_a, R"doc(The state after forced UTF-8 text; raises TokenRejectedError if it is not allowed.)doc")
       .def("jump_forward_text",
            [](const MatcherState& s) {
              std::string b;
@@ -222,7 +228,7 @@ NB_MODULE(_core, m) {
                b = s.JumpForwardBytes();
              }
              return nb::str(b.data(), CompleteUtf8Prefix(b));
-           })
+           }, R"doc(jump_forward_bytes() cut to whole UTF-8 characters, as str.)doc")
       .def("bitmask",
            [](const MatcherState& s) {
              size_t words = (static_cast<size_t>(s.VocabSize()) + 31) / 32;
@@ -233,7 +239,7 @@ NB_MODULE(_core, m) {
                s.FillBitmask(reinterpret_cast<uint32_t*>(data));
              }
              return nb::ndarray<nb::numpy, int32_t, nb::ndim<1>>(data, {words}, owner);
-           })
+           }, R"doc(A new int32 row of ceil(vocab_size/32) words with this state's allowed tokens.)doc")
       .def("__reduce__",
            [](const MatcherState&) -> nb::object {
              throw nb::type_error(

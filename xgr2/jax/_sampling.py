@@ -13,9 +13,9 @@ from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 __all__ = ["sample"]
 
 
-def _pick(allowed: jax.Array, tokens: jax.Array) -> jax.Array:
-    """``allowed[b, tokens[b]]`` for each row ``b``."""
-    return jnp.take_along_axis(allowed, tokens[:, None], axis=-1)[:, 0]
+def _pick(rows: jax.Array, columns: jax.Array) -> jax.Array:
+    """``rows[b, columns[b]]`` for each row ``b``."""
+    return jnp.take_along_axis(rows, columns[:, None], axis=-1)[:, 0]
 
 
 @functools.partial(jax.jit, static_argnames="top_k")

@@ -1,0 +1,124 @@
+"""xgr2 C++ engine (internal; use the xgr2 package)."""
+
+from collections.abc import Sequence
+from typing import Annotated
+
+import numpy
+from numpy.typing import NDArray
+
+
+class GrammarIR:
+    @staticmethod
+    def from_ebnf(text: str, root: str) -> GrammarIR: ...
+
+    @staticmethod
+    def builtin_json_ebnf() -> str: ...
+
+    def to_ebnf(self) -> str: ...
+
+    @property
+    def root_name(self) -> str: ...
+
+    @property
+    def rule_names(self) -> list[str]: ...
+
+class TokenizerInfoCore:
+    def __init__(self, encoded: Sequence[bytes], vocab_type: int, vocab_size: int, stop_ids: Sequence[int], special_ids: Sequence[int], literal_ids: Sequence[int]) -> None: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def tokenizer_size(self) -> int: ...
+
+    @property
+    def vocab_type(self) -> int: ...
+
+    @property
+    def stop_ids(self) -> list[int]: ...
+
+    @property
+    def special_ids(self) -> list[int]: ...
+
+    def decoded_vocab(self) -> list: ...
+
+class CompiledGrammarCore:
+    def __init__(self, grammar: GrammarIR, tokenizer: TokenizerInfoCore) -> None: ...
+
+    def initial_state(self) -> MatcherState: ...
+
+class MatcherState:
+    """
+    An immutable point of a constrained decoding; see xgr2.MatcherState docs.
+    """
+
+    def try_advance(self, token_id: int) -> MatcherState | None:
+        """
+        The state after `token_id`, or None if the grammar rejects it. Raises InvalidTokenError for ids outside [0, vocab_size).
+        """
+
+    def advance(self, token_id: int) -> MatcherState:
+        """
+        The state after `token_id`.
+
+        Raises TokenRejectedError if the grammar rejects it (this state stays valid)
+        and InvalidTokenError for ids outside [0, vocab_size).
+        """
+
+    def advance_bytes(self, data: bytes) -> MatcherState:
+        """
+        The state after forced bytes; raises TokenRejectedError if they are not allowed.
+        """
+
+    def try_advance_bytes(self, data: bytes) -> MatcherState | None:
+        """The state after forced bytes, or None if they are not allowed."""
+
+    def accepts(self, token_id: int) -> bool:
+        """Whether `token_id` is allowed here."""
+
+    def fill_bitmask(self, out: object, row: int = 0) -> None:
+        """
+        Writes this state's allowed tokens into row `row` of `out`.
+
+        `out` is a writable C-contiguous numpy int32 array [B, ceil(vocab_size/32)]; token t
+        is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.
+        """
+
+    def jump_forward_bytes(self) -> bytes:
+        """
+        The longest byte string every continuation starts with; the state is unchanged.
+        """
+
+    def advance_text(self, text: str) -> MatcherState:
+        """
+        The state after forced UTF-8 text; raises TokenRejectedError if it is not allowed.
+        """
+
+    def jump_forward_text(self) -> str:
+        """jump_forward_bytes() cut to whole UTF-8 characters, as str."""
+
+    def bitmask(self) -> Annotated[NDArray[numpy.int32], dict(shape=(None,))]:
+        """
+        A new int32 row of ceil(vocab_size/32) words with this state's allowed tokens.
+        """
+
+    def __reduce__(self) -> object: ...
+
+    def __repr__(self) -> str: ...
+
+    @property
+    def is_terminated(self) -> bool: ...
+
+    @property
+    def can_terminate(self) -> bool: ...
+
+    @property
+    def num_tokens(self) -> int: ...
+
+    @property
+    def num_bytes(self) -> int: ...
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    def __len__(self) -> int: ...
