@@ -4,15 +4,19 @@ single-byte vocabulary, shared by the grammar, mask and state tests.
 Tests import the installed package. ``python -m pytest`` puts the current directory on
 ``sys.path``; from the repository root that would shadow the installed ``xgr2`` with the
 source tree (which has no compiled ``_core``), so the root is dropped from the path here,
-before any test module imports ``xgr2``.
+before any test module imports ``xgr2``; the tests folder is put on it instead, for the
+shared ``grammars`` module.
 """
 
 import json
 import os
 import sys
 
-_REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+_REPO_ROOT = os.path.dirname(_TESTS_DIR)
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
+if _TESTS_DIR not in sys.path:  # shared helpers: `from grammars import ...`
+    sys.path.insert(0, _TESTS_DIR)
 if "xgr2" in sys.modules and not hasattr(sys.modules["xgr2"], "_core"):  # pragma: no cover
     raise ImportError("xgr2 was imported from the source tree; run the tests against the installed package")
 

@@ -11,14 +11,15 @@ import random
 
 import numpy as np
 import pytest
-from conftest import BYTE_FALLBACK_PADDING
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import xgr2
-from grammars import EBNF, JSON
+from grammars import ALPHABET, EBNF, JSON
 
 TOKENIZERS = ["llama3", "byte_fallback"]
 # (random walks, steps per walk) per tokenizer: the Llama-3 oracle costs ~0.1 s a state.
-WALKS = {"llama3": (2, 12), "byte_fallback": (6, 15)}
+WALKS = {"llama3": (3, 15), "byte_fallback": (8, 20)}
 
 
 @pytest.fixture
@@ -31,8 +32,11 @@ def oracle_mask(state, vocab_size):
     return np.fromiter((state.try_advance(t) is not None for t in range(vocab_size)), dtype=bool, count=vocab_size)
 
 
-def check_state(state, tok, rng):
-    """Checks every mask invariant at ``state``; returns the bool mask."""
+def check_state(state, tok, rng, complete_vocab=True):
+    """Checks every mask invariant at ``state``; returns the bool mask.
+
+    ``complete_vocab``: every byte is a token, so a live state always allows some token.
+    """
     vocab_size = tok.vocab_size
     words = state.bitmask()
     assert words.dtype == np.int32 and words.shape == (xgr2.get_bitmask_shape(1, vocab_size)[1],)
@@ -59,7 +63,7 @@ def check_state(state, tok, rng):
     assert all(mask[t] == state.can_terminate for t in stop)
     if state.is_terminated:
         assert not mask.any() and not state.can_terminate
-    else:
+    elif complete_vocab:
         # No dead ends: every byte is a token in both vocabularies, and the grammars
         # have no unproductive paths, so some token always continues.
         assert mask.any(), "a live state allows no token"
@@ -75,7 +79,11 @@ def check_state(state, tok, rng):
 
 
 def random_walk(compiled, tok, seed, steps):
-    """Yields the states of a seeded random walk over allowed tokens (stop tokens rarely)."""
+    """Yields the states of a seeded random walk over allowed tokens.
+
+    Stop tokens are picked rarely (5%), and half the steps prefer tokens of at most two
+    bytes, so walks reach the grammar's structure rather than staying in one long string.
+    """
     rng = random.Random(seed)
     stop = set(tok.stop_token_ids)
     state = compiled.initial_state()
@@ -84,9 +92,15 @@ def random_walk(compiled, tok, seed, steps):
         if state.is_terminated:
             return
         allowed = np.flatnonzero(xgr2.bitmask_to_bool(state.bitmask(), tok.vocab_size)).tolist()
+        if not allowed:
+            return
         text = [t for t in allowed if t not in stop]
         stops = [t for t in allowed if t in stop]
-        pick = rng.choice(stops if stops and (not text or rng.random() < 0.1) else text)
+        short = [t for t in text if len(tok.decoded_vocab[t]) <= 2]
+        if stops and (not text or rng.random() < 0.05):
+            pick = rng.choice(stops)
+        else:
+            pick = rng.choice(short if short and rng.random() < 0.5 else text)
         nxt = state.advance(pick)
         assert nxt.num_tokens == state.num_tokens + 1
         state = nxt
@@ -101,6 +115,40 @@ def test_mask_matches_try_advance_on_random_walks(tokenizer, grammar, request):
     for walk in range(walks):
         for state, rng in random_walk(compiled, tokenizer, seed=1000 * walk + len(grammar), steps=steps):
             check_state(state, tokenizer, rng)
+
+
+@st.composite
+def raw_vocabularies(draw, alphabet):
+    """Small raw vocabularies over a grammar's alphabet: whole characters, partial UTF-8
+    sequences, shared prefixes and duplicate spellings, plus special, stop and padding ids."""
+    pieces = set()
+    for c in alphabet:
+        data = c.encode()
+        pieces.update(data[:k] for k in range(1, len(data) + 1))
+        pieces.update(data[k:] for k in range(len(data)))
+    piece = st.sampled_from(sorted(pieces))
+    words = st.lists(piece, min_size=1, max_size=4).map(b"".join)
+    vocab = draw(st.lists(words, min_size=1, max_size=60))
+    vocab += draw(st.permutations([c.encode() for c in alphabet]))  # whole characters, so walks go on
+    vocab += [b"<s>", b"</s>"]
+    n = len(vocab)
+    special = draw(st.lists(st.integers(0, n - 1), max_size=3)) + [n - 2, n - 1]
+    return xgr2.TokenizerInfo(vocab, vocab_size=n + draw(st.integers(0, 40)), stop_token_ids=[n - 1],
+                              special_token_ids=special)
+
+
+@pytest.mark.parametrize("grammar", sorted(EBNF))
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_mask_matches_try_advance_on_random_vocabularies(grammar, data):
+    """The mask's sorted-vocabulary trie walk (shared prefixes, skipped subtrees) is exact."""
+    tok = data.draw(raw_vocabularies(ALPHABET[grammar]), label="tokenizer")
+    compiled = xgr2.compile(EBNF[grammar], tok)
+    seed = data.draw(st.integers(0, 2**32 - 1), label="seed")
+    for state, rng in random_walk(compiled, tok, seed, steps=12):
+        mask = check_state(state, tok, rng, complete_vocab=False)
+        if not mask.any():
+            break
 
 
 @pytest.mark.parametrize("tokenizer", TOKENIZERS, indirect=True)
@@ -135,7 +183,7 @@ def test_byte_fallback_fixture(byte_fallback_tokenizer_info, byte_fallback_hf_to
     tok, hf = byte_fallback_tokenizer_info, byte_fallback_hf_tokenizer
     assert tok.vocab_type == "byte_fallback"
     assert tok.tokenizer_size == hf.get_vocab_size()
-    assert tok.vocab_size == tok.tokenizer_size + BYTE_FALLBACK_PADDING
+    assert tok.vocab_size == tok.tokenizer_size + 37  # conftest.BYTE_FALLBACK_PADDING
     assert tok.stop_token_ids == [hf.token_to_id("</s>")]
     assert sorted(tok.special_token_ids) == sorted(hf.token_to_id(t) for t in ("<unk>", "<s>", "</s>"))
     dv = tok.decoded_vocab
@@ -192,7 +240,7 @@ def json_texts():
     yield '[\r\n  1 ,\t2E+10 , -0.0e-0 , "\\ud83d\\ude42" ]'
 
 
-@pytest.mark.parametrize("text", list(json_texts()))
+@pytest.mark.parametrize("text", list(json_texts()), ids=["indented", "compact_ascii", "blanks_escapes"])
 def test_llama3_walks_real_json_text(llama3_tokenizer_info, llama3_hf_tokenizer, text):
     tok = llama3_tokenizer_info
     ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)

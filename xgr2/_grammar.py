@@ -12,7 +12,7 @@ class Grammar:
     normalized EBNF text that parses back to the same grammar.
 
     >>> g = Grammar.from_ebnf('root ::= "a"+ ("b" | [c-e])')
-    >>> print(g)
+    >>> print(g, end="")
     root ::= "a"+ ("b" | [c-e])
     """
 
@@ -62,7 +62,7 @@ class Grammar:
 
     @property
     def rule_names(self) -> list[str]:
-        """Names of all rules, in definition order."""
+        """Names of all rules, in order of first appearance in the text."""
         return list(self._ir.rule_names)
 
     def __str__(self) -> str:

@@ -27,6 +27,8 @@ def _ids(values: Iterable[int] | None, what: str) -> list[int]:
     for v in values:
         if isinstance(v, bool) or not isinstance(v, int):
             raise TypeError(f"{what} must be ints, got {v!r}")
+        if not -(2**31) <= v < 2**31:
+            raise TokenizerError(f"{what}: token id {v} is outside the int32 range")
         out.append(int(v))
     return out
 
@@ -62,7 +64,6 @@ class TokenizerInfo:
         stop_token_ids: Iterable[int] | None = None,
         special_token_ids: Iterable[int] | None = None,
         vocab_type: str = "raw",
-        _literal_ids: Iterable[int] | None = None,
     ):
         if vocab_type not in _VOCAB_TYPES:
             raise TokenizerError(f"unknown vocab_type {vocab_type!r}; expected one of {sorted(_VOCAB_TYPES)}")
@@ -85,7 +86,6 @@ class TokenizerInfo:
             vocab_size,
             _ids(stop_token_ids, "stop_token_ids"),
             _ids(special_token_ids, "special_token_ids"),
-            _ids(_literal_ids, "added token ids"),
         )
         self._decoded: list[bytes] | None = None
 
@@ -116,7 +116,10 @@ class TokenizerInfo:
 
     @property
     def decoded_vocab(self) -> list[bytes]:
-        """The bytes each token id stands for (special tokens keep their spelling)."""
+        """The bytes each token id stands for (special tokens keep their spelling).
+
+        Every token is decoded the way the tokenizer's decoder would, added tokens too.
+        """
         if self._decoded is None:
             self._decoded = self._core.decoded_vocab()
         return self._decoded
@@ -173,7 +176,10 @@ class TokenizerInfo:
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise TokenizerError(f"no tokenizer file at {path!r}")
-        backend = tokenizers.Tokenizer.from_file(path)
+        try:
+            backend = tokenizers.Tokenizer.from_file(path)
+        except Exception as e:  # the tokenizers library raises a bare Exception
+            raise TokenizerError(f"cannot read tokenizer file {path!r}: {e}") from e
         eos: list[int] = []
         config = os.path.join(os.path.dirname(path), "tokenizer_config.json")
         if os.path.isfile(config):
@@ -195,7 +201,6 @@ class TokenizerInfo:
             tokens[i] = text
         added = spec.get("added_tokens") or []
         special = [a["id"] for a in added if a.get("special")]
-        literal = [a["id"] for a in added if not a.get("special")]
         if stop_token_ids is None:
             stop_token_ids = eos or [vocab[t] for t in _KNOWN_STOP_TOKENS if t in vocab]
         return TokenizerInfo(
@@ -204,7 +209,6 @@ class TokenizerInfo:
             stop_token_ids=stop_token_ids,
             special_token_ids=special,
             vocab_type=_detect_vocab_type(spec),
-            _literal_ids=literal,
         )
 
 

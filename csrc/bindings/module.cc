@@ -35,7 +35,9 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const GrammarError& e) {
-    PyObject* exc = PyObject_CallFunction(g_grammar_error, "sii", e.what(), e.line, e.column);
+    std::string msg = e.what();
+    nb::str text(msg.data(), msg.size());
+    PyObject* exc = PyObject_CallFunction(g_grammar_error, "Oii", text.ptr(), e.line, e.column);
     if (exc) {
       PyErr_SetObject(g_grammar_error, exc);
       Py_DECREF(exc);
@@ -66,12 +68,12 @@ uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
     throw nb::value_error(("bitmask rows must have " + std::to_string(words) + " int32 words for vocab_size " +
                            std::to_string(vocab_size) + ", got " + std::to_string(width)).c_str());
   }
-  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
   int64_t rows = arr.ndim() == 2 ? static_cast<int64_t>(arr.shape(0)) : 1;
   if (row < 0 || row >= rows) {
     throw nb::index_error(("row " + std::to_string(row) + " is outside the bitmask's " + std::to_string(rows) +
                            " rows").c_str());
   }
+  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
   int64_t row_stride = arr.ndim() == 2 ? arr.stride(0) : 0;
   return reinterpret_cast<uint32_t*>(static_cast<int32_t*>(arr.data()) + row * row_stride);
 }
@@ -84,6 +86,36 @@ size_t CompleteUtf8Prefix(const std::string& b) {
   uint8_t lead = static_cast<uint8_t>(b[i - 1]);
   size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
   return (n - (i - 1)) < need ? i - 1 : n;
+}
+
+// Token ids arrive as Python ints of any size; anything outside [0, vocab) is invalid.
+int32_t CheckedToken(const MatcherState& s, nb::handle obj) {
+  if (!PyLong_Check(obj.ptr())) {
+    throw nb::type_error(("token_id must be an int, got " + std::string(nb::type_name(obj.type()).c_str())).c_str());
+  }
+  int overflow = 0;
+  long long token = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  if (overflow) {
+    throw InvalidTokenError("token id " + std::string(nb::str(obj).c_str()) + " is outside the vocabulary [0, " +
+                            std::to_string(s.VocabSize()) + ")");
+  }
+  if (token < 0 || token >= s.VocabSize()) {
+    throw InvalidTokenError("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                            std::to_string(s.VocabSize()) + ")");
+  }
+  return static_cast<int32_t>(token);
+}
+
+// UTF-8 of a Python str; lone surrogates are a ValueError, not a crash.
+std::string Utf8(nb::handle text, const char* what) {
+  if (!PyUnicode_Check(text.ptr())) throw nb::type_error((std::string(what) + " must be str").c_str());
+  Py_ssize_t size = 0;
+  const char* data = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+  if (!data) {
+    PyErr_Clear();
+    throw nb::value_error((std::string(what) + " is not valid Unicode (lone surrogate?)").c_str());
+  }
+  return std::string(data, static_cast<size_t>(size));
 }
 
 struct GrammarHandle {
@@ -101,12 +133,14 @@ NB_MODULE(_core, m) {
   nb::class_<GrammarHandle>(m, "GrammarIR")
       .def_static(
           "from_ebnf",
-          [](const std::string& text, const std::string& root) {
+          [](nb::handle text_obj, nb::handle root_obj) {
+            std::string text = Utf8(text_obj, "grammar text"), root = Utf8(root_obj, "root");
+            nb::gil_scoped_release release;
             GrammarPtr ir = ParseEbnf(text, root);
             auto fsm = BuildFsm(*ir);
             return GrammarHandle{ir, fsm};
           },
-          "text"_a, "root"_a, nb::call_guard<nb::gil_scoped_release>())
+          "text"_a, "root"_a)
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
       .def("to_ebnf", [](const GrammarHandle& h) { return PrintGrammar(*h.ir); })
       .def_prop_ro("root_name", [](const GrammarHandle& h) { return h.ir->rules[h.ir->root].name; })
@@ -120,16 +154,16 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](TokenizerInfo* self, const std::vector<nb::bytes>& encoded, int vocab_type, int32_t vocab_size,
-             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids, std::vector<int32_t> literal_ids) {
+             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids) {
             std::vector<std::string> tokens;
             tokens.reserve(encoded.size());
             for (const nb::bytes& b : encoded) tokens.emplace_back(b.c_str(), b.size());
             if (vocab_type < 0 || vocab_type > 2) throw TokenizerError("unknown vocab type");
             nb::gil_scoped_release release;
             new (self) TokenizerInfo(tokens, static_cast<VocabType>(vocab_type), vocab_size, std::move(stop_ids),
-                                     std::move(special_ids), literal_ids);
+                                     std::move(special_ids));
           },
-          "encoded"_a, "vocab_type"_a, "vocab_size"_a, "stop_ids"_a, "special_ids"_a, "literal_ids"_a)
+          "encoded"_a, "vocab_type"_a, "vocab_size"_a, "stop_ids"_a, "special_ids"_a)
       .def_prop_ro("vocab_size", &TokenizerInfo::vocab_size)
       .def_prop_ro("tokenizer_size", &TokenizerInfo::tokenizer_size)
       .def_prop_ro("vocab_type", [](const TokenizerInfo& t) { return static_cast<int>(t.vocab_type()); })
@@ -156,10 +190,18 @@ NB_MODULE(_core, m) {
 
   nb::class_<MatcherState>(m, "MatcherState",
                            "An immutable point of a constrained decoding; see xgr2.MatcherState docs.")
-      .def("try_advance", &MatcherState::TryAdvance, "token_id"_a, "The state after `token_id`, or None if the grammar rejects it. Raises InvalidTokenError for ids outside [0, vocab_size).", nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "try_advance", [](const MatcherState& s, nb::handle t) {
+            int32_t id = CheckedToken(s, t);
+            nb::gil_scoped_release release;
+            return s.TryAdvance(id);
+          },
+          "token_id"_a, "The state after `token_id`, or None if the grammar rejects it. Raises InvalidTokenError for ids outside [0, vocab_size).")
       .def(
           "advance",
-          [](const MatcherState& s, int32_t token) {
+          [](const MatcherState& s, nb::handle token_obj) {
+            int32_t token = CheckedToken(s, token_obj);
+            nb::gil_scoped_release release;
             auto out = s.TryAdvance(token);
             if (!out) {
               throw TokenRejectedError("token " + std::to_string(token) + " is not allowed here" +
@@ -167,7 +209,7 @@ NB_MODULE(_core, m) {
             }
             return *out;
           },
-          "token_id"_a, nb::call_guard<nb::gil_scoped_release>(), R"doc(The state after `token_id`.
+          "token_id"_a, R"doc(The state after `token_id`.
 
 Raises TokenRejectedError if the grammar rejects it (this state stays valid)
 and InvalidTokenError for ids outside [0, vocab_size).)doc")
@@ -189,7 +231,12 @@ and InvalidTokenError for ids outside [0, vocab_size).)doc")
             return s.TryAdvanceBytes(bytes);
           },
           "data"_a, R"doc(The state after forced bytes, or None if they are not allowed.)doc")
-      .def("accepts", &MatcherState::Accepts, "token_id"_a, "Whether `token_id` is allowed here.", nb::call_guard<nb::gil_scoped_release>())
+      .def(
+          "accepts", [](const MatcherState& s, nb::handle t) {
+            int32_t id = CheckedToken(s, t);
+            nb::gil_scoped_release release;
+            return s.Accepts(id);
+          }, "token_id"_a, "Whether `token_id` is allowed here.")
       .def(
           "fill_bitmask",
           [](const MatcherState& s, nb::handle out, int64_t row) {
@@ -197,7 +244,7 @@ and InvalidTokenError for ids outside [0, vocab_size).)doc")
             nb::gil_scoped_release release;
             s.FillBitmask(words);
           },
-          "out"_a, "row"_a = 0, R"doc(Writes this state's allowed tokens into row `row` of `out`.
+          nb::arg("out").none(), "row"_a = 0, R"doc(Writes this state's allowed tokens into row `row` of `out`.
 
 `out` is a writable C-contiguous numpy int32 array [B, ceil(vocab_size/32)]; token t
 is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
@@ -213,7 +260,8 @@ is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
           }, R"doc(The longest byte string every continuation starts with; the state is unchanged.)doc")
       .def(
           "advance_text",
-          [](const MatcherState& s, const std::string& text) {
+          [](const MatcherState& s, nb::handle obj) {
+            std::string text = Utf8(obj, "text");
             nb::gil_scoped_release release;
             auto out = s.TryAdvanceBytes(text);
             if (!out) throw TokenRejectedError("the grammar does not allow this text here");
@@ -227,7 +275,10 @@ is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
                nb::gil_scoped_release release;
                b = s.JumpForwardBytes();
              }
-             return nb::str(b.data(), CompleteUtf8Prefix(b));
+             size_t start = 0;  // a state inside a character: skip that character's tail
+             while (start < b.size() && start < 3 && (static_cast<uint8_t>(b[start]) & 0xC0) == 0x80) ++start;
+             std::string whole = b.substr(start);
+             return nb::str(whole.data(), CompleteUtf8Prefix(whole));
            }, R"doc(jump_forward_bytes() cut to whole UTF-8 characters, as str.)doc")
       .def("bitmask",
            [](const MatcherState& s) {

@@ -36,11 +36,23 @@ class EbnfParser {
       }
       g_->exprs[ref.expr].rule = it->second;
     }
+    // Number rules in definition order (ids were handed out at first mention).
+    std::vector<int32_t> new_id(g_->rules.size());
+    std::vector<Rule> ordered;
+    for (int32_t old : definition_order_) {
+      new_id[old] = static_cast<int32_t>(ordered.size());
+      ordered.push_back(g_->rules[old]);
+    }
+    g_->rules = std::move(ordered);
+    for (Expr& e : g_->exprs) {
+      if (e.kind == ExprKind::kRuleRef) e.rule = new_id[e.rule];
+    }
     int32_t root = g_->FindRule(root_name);
     if (root < 0) {
-      Fail("the root rule `" + root_name + "` is not defined", 0);
+      throw GrammarError("the root rule `" + root_name + "` is not defined");
     }
     g_->root = root;
+    CheckDepth();
     return g;
   }
 
@@ -63,11 +75,36 @@ class EbnfParser {
     }
     size_t line_end = text_.find('\n', line_start);
     if (line_end == std::string::npos) line_end = text_.size();
-    std::string excerpt = text_.substr(line_start, line_end - line_start);
-    std::string full = msg + " at line " + std::to_string(line) + ", column " +
-                       std::to_string(column) + ":\n  " + excerpt + "\n  " +
-                       std::string(column - 1, ' ') + "^";
+    // Excerpt: at most kWindow bytes either side of the error, cut at character starts.
+    constexpr size_t kWindow = 60;
+    size_t from = at > line_start + kWindow ? at - kWindow : line_start;
+    size_t to = std::min(line_end, std::max(at, line_start) + kWindow);
+    auto is_cont = [&](size_t i) { return i < text_.size() && (static_cast<uint8_t>(text_[i]) & 0xC0) == 0x80; };
+    while (from > line_start && is_cont(from)) --from;
+    while (to < line_end && is_cont(to)) ++to;
+    std::string excerpt = (from > line_start ? "..." : "") + text_.substr(from, to - from) + (to < line_end ? "..." : "");
+    for (char& c : excerpt) {
+      if (static_cast<uint8_t>(c) < 0x20 && c != '\t') c = ' ';  // keep the message printable
+    }
+    int caret = (from > line_start ? 3 : 0);
+    for (size_t i = from; i < at && i < text_.size(); ++i) {
+      if (!is_cont(i)) ++caret;
+    }
+    std::string full = msg + " at line " + std::to_string(line) + ", column " + std::to_string(column) +
+                       ":\n  " + excerpt + "\n  " + std::string(caret, ' ') + "^";
     throw GrammarError(full, line, column);
+  }
+
+  // Children are created before their parents, so one pass computes tree depths.
+  void CheckDepth() const {
+    std::vector<int32_t> depth(g_->exprs.size(), 1);
+    for (size_t i = 0; i < g_->exprs.size(); ++i) {
+      for (int32_t c : g_->exprs[i].children) depth[i] = std::max(depth[i], depth[c] + 1);
+      if (depth[i] > 2 * GrammarLimits::kMaxNesting) {
+        throw GrammarError("expressions are nested too deeply (limit " +
+                           std::to_string(2 * GrammarLimits::kMaxNesting) + " levels)");
+      }
+    }
   }
 
   bool AtEnd() const { return pos_ >= text_.size(); }
@@ -140,6 +177,7 @@ class EbnfParser {
     }
     g_->rules[id].body = body;
     g_->rules[id].lookahead = lookahead;
+    definition_order_.push_back(id);
   }
 
   int32_t ParseChoice() {
@@ -219,7 +257,9 @@ class EbnfParser {
 
   int32_t ParsePostfix() {
     int32_t e = ParsePrimary();
-    while (true) {
+    for (int ops = 0;; ++ops) {
+      // Each operator nests the expression once more; bound it like parentheses.
+      if (ops > GrammarLimits::kMaxNesting) Fail("too many postfix operators in a row", pos_);
       char c = Peek();  // postfix operators must follow without whitespace
       if (c == '*') {
         ++pos_, e = MakeRepeat(e, 0, -1);
@@ -279,10 +319,16 @@ class EbnfParser {
     Fail(std::string("unexpected character `") + CurrentChar() + "`", pos_);
   }
 
+  // The character at the cursor, printable (control characters as \xHH).
   std::string CurrentChar() const {
     size_t p = pos_;
     int32_t cp = DecodeUtf8(text_, &p);
-    return cp < 0 ? "?" : text_.substr(pos_, p - pos_);
+    if (cp < 0) return "?";
+    if (cp < 0x20 || cp == 0x7F) {
+      static const char kHex[] = "0123456789ABCDEF";
+      return std::string("\\x") + kHex[cp >> 4] + kHex[cp & 15];
+    }
+    return text_.substr(pos_, p - pos_);
   }
 
   uint32_t ParseHex(int digits, size_t esc_pos) {
@@ -384,6 +430,7 @@ class EbnfParser {
   GrammarIR* g_ = nullptr;
   std::unordered_map<std::string, int32_t> rule_ids_;
   std::vector<PendingRef> pending_refs_;
+  std::vector<int32_t> definition_order_;
 };
 
 }  // namespace

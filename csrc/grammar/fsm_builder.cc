@@ -220,6 +220,23 @@ RuleDfa Determinize(const GrammarIR& g, int32_t rule, const std::vector<std::vec
   return dfa;
 }
 
+// Whether a final node is reachable from the start through edges that pass `edge_ok`.
+template <typename EdgeOk>
+bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok) {
+  std::vector<uint8_t> seen(d.final.size(), 0);
+  std::vector<int32_t> stack = {0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    int32_t n = stack.back();
+    stack.pop_back();
+    if (d.final[n]) return true;
+    for (const FsmEdge& e : d.edges[n]) {
+      if (edge_ok(e) && !seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
@@ -234,31 +251,40 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     dfas.push_back(Determinize(g, r, nfa, end));
   }
 
-  // Productive rules: derive at least one finite string.
-  std::vector<uint8_t> productive(num_rules, 0);
-  auto reaches_final = [&](const RuleDfa& d, auto edge_ok) {
-    std::vector<uint8_t> seen(d.final.size(), 0);
-    std::vector<int32_t> stack = {0};
-    seen[0] = 1;
-    while (!stack.empty()) {
-      int32_t n = stack.back();
-      stack.pop_back();
-      if (d.final[n]) return true;
-      for (const FsmEdge& e : d.edges[n]) {
-        if (edge_ok(e) && !seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
-      }
-    }
-    return false;
-  };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t r = 0; r < num_rules; ++r) {
-      if (productive[r]) continue;
-      if (reaches_final(dfas[r], [&](const FsmEdge& e) { return e.rule < 0 || productive[e.rule]; })) {
-        productive[r] = 1, changed = true;
+  // Rules that reference each rule, for worklist fixpoints.
+  std::vector<std::vector<int32_t>> callers(num_rules);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    for (const auto& edges : dfas[r].edges) {
+      for (const FsmEdge& e : edges) {
+        if (e.rule >= 0) callers[e.rule].push_back(r);
       }
     }
   }
+  for (auto& c : callers) {
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+  }
+  // Marks every rule whose automaton reaches a final node through allowed edges;
+  // a rule is rechecked only when a rule it calls becomes marked.
+  auto fixpoint = [&](auto edge_ok) {
+    std::vector<uint8_t> marked(num_rules, 0);
+    std::vector<int32_t> work;
+    for (int32_t r = 0; r < num_rules; ++r) work.push_back(r);
+    while (!work.empty()) {
+      int32_t r = work.back();
+      work.pop_back();
+      if (marked[r] || !ReachesFinal(dfas[r], [&](const FsmEdge& e) { return edge_ok(e, marked); })) continue;
+      marked[r] = 1;
+      for (int32_t c : callers[r]) {
+        if (!marked[c]) work.push_back(c);
+      }
+    }
+    return marked;
+  };
+
+  // Productive rules derive at least one finite string.
+  std::vector<uint8_t> productive =
+      fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule < 0 || m[e.rule]; });
   if (!productive[g.root]) {
     throw GrammarError("the root rule `" + g.rules[g.root].name + "` derives no finite string");
   }
@@ -271,17 +297,18 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
                                  [&](const FsmEdge& e) { return e.rule >= 0 && !productive[e.rule]; }),
                   edges.end());
     }
-    std::vector<uint8_t> live(d.final.begin(), d.final.end());
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int32_t i = 0; i < n; ++i) {
-        if (live[i]) continue;
-        for (const FsmEdge& e : d.edges[i]) {
-          if (live[e.target]) {
-            live[i] = 1, changed = true;
-            break;
-          }
-        }
+    std::vector<std::vector<int32_t>> preds(n);
+    std::vector<int32_t> stack;
+    std::vector<uint8_t> live(n, 0);
+    for (int32_t i = 0; i < n; ++i) {
+      for (const FsmEdge& e : d.edges[i]) preds[e.target].push_back(i);
+      if (d.final[i]) live[i] = 1, stack.push_back(i);
+    }
+    while (!stack.empty()) {
+      int32_t i = stack.back();
+      stack.pop_back();
+      for (int32_t p : preds[i]) {
+        if (!live[p]) live[p] = 1, stack.push_back(p);
       }
     }
     for (auto& edges : d.edges) {
@@ -290,17 +317,9 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     }
   }
 
-  // Nullable rules: reach a final node from the start through nullable rule edges only.
-  std::vector<uint8_t> nullable(num_rules, 0);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t r = 0; r < num_rules; ++r) {
-      if (nullable[r]) continue;
-      if (reaches_final(dfas[r], [&](const FsmEdge& e) { return e.rule >= 0 && nullable[e.rule]; })) {
-        nullable[r] = 1, changed = true;
-      }
-    }
-  }
+  // Nullable rules reach a final node from the start through nullable rule edges only.
+  std::vector<uint8_t> nullable =
+      fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule >= 0 && m[e.rule]; });
 
   GrammarFsm fsm;
   fsm.root = g.root;

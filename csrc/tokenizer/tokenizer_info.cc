@@ -58,8 +58,7 @@ std::string DecodeByteFallback(const std::string& s) {
 }  // namespace
 
 TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType type, int32_t vocab_size,
-                             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids,
-                             const std::vector<int32_t>& literal_ids)
+                             std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids)
     : type_(type), vocab_size_(vocab_size) {
   int32_t n = static_cast<int32_t>(encoded.size());
   if (n == 0) throw TokenizerError("the vocabulary is empty");
@@ -73,13 +72,11 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
                            std::to_string(n) + " tokens");
     }
   };
-  std::vector<uint8_t> literal(n, 0);
-  for (int32_t id : literal_ids) check_id(id, "added"), literal[id] = 1;
 
   static const std::vector<int32_t> kInv = ByteLevelInverse();
   decoded_.resize(n);
   for (int32_t i = 0; i < n; ++i) {
-    if (literal[i] || type == VocabType::kRaw) {
+    if (type == VocabType::kRaw) {
       decoded_[i] = encoded[i];
     } else if (type == VocabType::kByteLevel) {
       decoded_[i] = DecodeByteLevel(encoded[i], kInv);
@@ -91,6 +88,9 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
 
   kind_.assign(vocab_size, kText);
   std::fill(kind_.begin() + n, kind_.end(), kPadding);
+  for (int32_t i = 0; i < n; ++i) {
+    if (decoded_[i].empty()) kind_[i] = kEmpty;  // would let generation stall forever
+  }
   std::sort(special_ids.begin(), special_ids.end());
   special_ids.erase(std::unique(special_ids.begin(), special_ids.end()), special_ids.end());
   for (int32_t id : special_ids) check_id(id, "special"), kind_[id] = kSpecial;
@@ -101,7 +101,7 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   special_ids_ = std::move(special_ids);
 
   for (int32_t i = 0; i < n; ++i) {
-    if (kind_[i] == kText && !decoded_[i].empty()) sorted_ids_.push_back(i);
+    if (kind_[i] == kText) sorted_ids_.push_back(i);
   }
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(),
                    [&](int32_t a, int32_t b) { return decoded_[a] < decoded_[b]; });

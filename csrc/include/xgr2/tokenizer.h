@@ -16,12 +16,12 @@ enum class VocabType : uint8_t {
 
 class TokenizerInfo {
  public:
-  // `encoded[i]` is token i as the tokenizer stores it; ids in `literal_ids` (added
-  // tokens) are taken as plain UTF-8 whatever the vocab type. `vocab_size` is the
-  // logits width (>= encoded.size()); ids past the tokenizer are padding.
+  // `encoded[i]` is token i as the tokenizer stores it, decoded to bytes as its
+  // tokenizer's decoder would (a byte-level token that is not valid byte-level text,
+  // such as an added "  ", stays as written). `vocab_size` is the logits width
+  // (>= encoded.size()); ids past the tokenizer are padding.
   TokenizerInfo(const std::vector<std::string>& encoded, VocabType type, int32_t vocab_size,
-                std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids,
-                const std::vector<int32_t>& literal_ids);
+                std::vector<int32_t> stop_ids, std::vector<int32_t> special_ids);
 
   int32_t vocab_size() const { return vocab_size_; }
   int32_t tokenizer_size() const { return static_cast<int32_t>(decoded_.size()); }
@@ -31,7 +31,7 @@ class TokenizerInfo {
   const std::vector<int32_t>& special_ids() const { return special_ids_; }
   bool is_stop(int32_t id) const { return kind_[id] == kStop; }
   // A token that can match grammar text: a real, non-special, non-empty token.
-  bool is_text(int32_t id) const { return id < tokenizer_size() && kind_[id] == kText; }
+  bool is_text(int32_t id) const { return kind_[id] == kText; }
 
   // Text tokens sorted by bytes; subtree_end(i) is one past the last sorted token
   // that has sorted token i as a prefix.
@@ -40,7 +40,7 @@ class TokenizerInfo {
   int32_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
-  enum Kind : uint8_t { kText, kSpecial, kStop, kPadding };
+  enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty };
   VocabType type_;
   int32_t vocab_size_;
   std::vector<std::string> decoded_;

@@ -1,0 +1,294 @@
+"""Matcher states are immutable values: advancing, forking, forcing text and rejected
+advances never change a state that already exists, and states are safe to share
+between threads.
+
+Every state's observable behaviour (bitmask, accepts() on probe tokens, can_terminate,
+is_terminated, num_tokens, jump-forward text) is recorded when it is created and compared
+again after all the other operations.
+"""
+
+import random
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xgr2
+from grammars import EBNF
+
+MAX_STATES = 30  # states whose full snapshot (with mask) is kept per example
+
+
+@pytest.fixture(scope="module")
+def llama3_json(llama3_tokenizer_info):
+    return xgr2.compile(EBNF["json"], llama3_tokenizer_info), llama3_tokenizer_info
+
+
+@pytest.fixture(scope="module")
+def byte_fallback_arith(byte_fallback_tokenizer_info):
+    return xgr2.compile(EBNF["arith"], byte_fallback_tokenizer_info), byte_fallback_tokenizer_info
+
+
+def outcome(fn):
+    """The value of ``fn()``, or the type of the exception it raised."""
+    try:
+        return ("value", fn())
+    except Exception as e:  # noqa: BLE001 - recorded, then compared
+        return ("raised", type(e).__name__)
+
+
+def snapshot(state, probes):
+    return {
+        "mask": state.bitmask().tobytes(),
+        "accepts": tuple(state.accepts(t) for t in probes),
+        "can_terminate": state.can_terminate,
+        "is_terminated": state.is_terminated,
+        "num_tokens": state.num_tokens,
+        "len": len(state),
+        "num_bytes": state.num_bytes,
+        "jump_forward_bytes": state.jump_forward_bytes(),
+        # Text can raise mid-character (see test_jump_forward_text_mid_character); the
+        # outcome, whatever it is, must not change either.
+        "jump_forward_text": outcome(state.jump_forward_text),
+    }
+
+
+class Scenario:
+    """Random operations on a growing family of states, all recorded at creation."""
+
+    def __init__(self, compiled, tok, rnd):
+        self.tok, self.rnd = tok, rnd
+        self.stop = set(tok.stop_token_ids)
+        self.probes = sorted(set(rnd.sample(range(tok.vocab_size), 150)) | self.stop | {tok.vocab_size - 1})
+        self.states, self.snaps = [], []
+        self.add(compiled.initial_state())
+
+    def add(self, state):
+        if len(self.states) < MAX_STATES:
+            self.states.append(state)
+            self.snaps.append(snapshot(state, self.probes))
+
+    def allowed(self, state):
+        return np.flatnonzero(xgr2.bitmask_to_bool(state.bitmask(), self.tok.vocab_size)).tolist()
+
+    def pick_parent(self):
+        # Mostly the newest states (long chains), sometimes any (forks from old ancestors).
+        if self.rnd.random() < 0.6:
+            return self.states[-1 - self.rnd.randrange(min(3, len(self.states)))]
+        return self.rnd.choice(self.states)
+
+    def step(self):
+        rnd, tok, s = self.rnd, self.tok, self.pick_parent()
+        op = rnd.choice(["token", "token", "token", "bytes", "forced", "stop", "reject_token", "reject_bytes", "recheck"])
+        allowed = self.allowed(s)
+        text_ids = [t for t in allowed if t not in self.stop]
+        if op == "token" and text_ids:
+            t = rnd.choice(text_ids)
+            child = s.advance(t)
+            assert child.num_tokens == s.num_tokens + 1 and not child.is_terminated
+            assert child.num_bytes == s.num_bytes + len(tok.decoded_vocab[t])
+            self.add(child)
+        elif op == "bytes" and text_ids:
+            # The same token's bytes, as forced text: same parser position as the token.
+            t = rnd.choice(text_ids)
+            data = tok.decoded_vocab[t]
+            try:
+                child = s.advance_text(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                child = s.advance_bytes(data)
+            assert child.num_bytes == s.num_bytes + len(data)
+            np.testing.assert_array_equal(child.bitmask(), s.advance(t).bitmask())
+            self.add(child)
+        elif op == "forced":
+            forced = s.jump_forward_bytes()
+            if forced:
+                child = s.advance_bytes(forced)
+                assert child.num_bytes == s.num_bytes + len(forced)
+                self.add(child)
+        elif op == "stop" and s.can_terminate:
+            child = s.advance(rnd.choice(sorted(self.stop)))
+            assert child.is_terminated and not child.can_terminate and child.num_tokens == s.num_tokens + 1
+            assert child.try_advance(rnd.choice(self.probes)) is None
+            self.add(child)
+        elif op == "reject_token":
+            rejected = sorted(set(self.probes) - set(allowed))
+            if rejected:
+                t = rnd.choice(rejected)
+                assert s.try_advance(t) is None and not s.accepts(t)
+                with pytest.raises(xgr2.TokenRejectedError):
+                    s.advance(t)
+        elif op == "reject_bytes":
+            bad = rnd.choice([b"\xff", b"\x00", b"}}]]", b"\xc0\x80"])
+            if s.try_advance_bytes(bad) is None:
+                with pytest.raises(xgr2.TokenRejectedError):
+                    s.advance_bytes(bad)
+            if bad.isascii() and s.try_advance_bytes(bad) is None:
+                with pytest.raises(xgr2.TokenRejectedError):
+                    s.advance_text(bad.decode())
+        elif op == "recheck":
+            i = rnd.randrange(len(self.states))
+            assert snapshot(self.states[i], self.probes) == self.snaps[i], f"state {i} changed"
+
+    def check_all(self):
+        for i, (state, snap) in enumerate(zip(self.states, self.snaps)):
+            now = snapshot(state, self.probes)
+            changed = [k for k in snap if now[k] != snap[k]]
+            assert not changed, f"state {i} of {len(self.states)} changed: {changed}"
+
+
+def run_scenario(compiled, tok, rnd, n_ops):
+    sc = Scenario(compiled, tok, rnd)
+    for _ in range(n_ops):
+        sc.step()
+    sc.check_all()
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rnd=st.randoms(use_true_random=False), n_ops=st.integers(10, 60))
+def test_llama3_json_states_are_immutable(llama3_json, rnd, n_ops):
+    run_scenario(*llama3_json, rnd, n_ops)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rnd=st.randoms(use_true_random=False), n_ops=st.integers(10, 80))
+def test_byte_fallback_arith_states_are_immutable(byte_fallback_arith, rnd, n_ops):
+    run_scenario(*byte_fallback_arith, rnd, n_ops)
+
+
+def test_rejected_advance_leaves_state_usable(llama3_json, llama3_hf_tokenizer):
+    compiled, tok = llama3_json
+    state = compiled.initial_state().advance_text('{"key": [1, 2')
+    before = snapshot(state, tok.stop_token_ids)
+    bad = llama3_hf_tokenizer.encode("}", add_special_tokens=False)[0]
+    for _ in range(3):
+        with pytest.raises(xgr2.TokenRejectedError):
+            state.advance(bad)
+        assert state.try_advance(bad) is None
+        with pytest.raises(xgr2.TokenRejectedError):
+            state.advance_text('}"')
+    assert snapshot(state, tok.stop_token_ids) == before
+    assert state.advance_text("]}").can_terminate
+
+
+def test_forks_share_a_past_but_not_a_future(byte_fallback_arith):
+    compiled, tok = byte_fallback_arith
+    base = compiled.initial_state().advance_text("(1 + 2")
+    closed = base.advance_text(")")
+    longer = base.advance_text("3 * 4")
+    assert closed.can_terminate and not longer.can_terminate and not base.can_terminate
+    assert base.advance_text(")").bitmask().tobytes() == closed.bitmask().tobytes()
+    del base  # the forks keep their shared history alive
+    assert closed.advance_text(" - 5").can_terminate
+    assert longer.try_advance_bytes(b"))") is None
+    assert longer.advance_text(")").can_terminate
+
+
+def test_long_history_is_released_without_recursion(byte_fallback_arith):
+    """A chain of many states is destroyed iteratively (no stack overflow)."""
+    compiled, _ = byte_fallback_arith
+    state = compiled.initial_state().advance_text("1")
+    for _ in range(200_000 // 10):
+        state = state.advance_text(" + 12345")
+    assert state.can_terminate and state.num_bytes == 1 + 200_000 // 10 * 8
+    del state
+
+
+@pytest.mark.xfail(strict=True, reason="ENGINE BUG: jump_forward_text() raises RuntimeError "
+                   "('nanobind::str(): conversion error') when the state is inside a multi-byte character")
+def test_jump_forward_text_mid_character(byte_tokenizer_info):
+    state = xgr2.compile('root ::= "a✓"', byte_tokenizer_info).initial_state().advance_bytes(b"a\xe2")
+    assert state.jump_forward_bytes() == b"\x9c\x93"
+    assert isinstance(state.jump_forward_text(), str)
+
+
+def test_jump_forward_text_whole_characters(byte_tokenizer_info):
+    compiled = xgr2.compile('root ::= "a✓b" | "a✓c"', byte_tokenizer_info)
+    state = compiled.initial_state().advance_text("a")
+    assert state.jump_forward_bytes() == "✓".encode()
+    assert state.jump_forward_text() == "✓"
+    json_state = xgr2.compile(EBNF["json"], byte_tokenizer_info).initial_state().advance_text('{"a": tr')
+    assert json_state.jump_forward_text() == "ue"
+
+
+# ---------------------------------------------------------------------------------------
+# Threads.
+
+
+def thread_workload(compiled, tok, seed, n_states=20):
+    """Shared states from a random walk, plus for each a token to advance by and one to reject."""
+    rng = random.Random(seed)
+    stop = set(tok.stop_token_ids)
+    states, plans = [], []
+    state = compiled.initial_state()
+    while len(states) < n_states:
+        mask = xgr2.bitmask_to_bool(state.bitmask(), tok.vocab_size)
+        allowed = [t for t in np.flatnonzero(mask).tolist() if t not in stop]
+        rejected = np.flatnonzero(~mask).tolist()
+        if not allowed:
+            break
+        good, bad = rng.choice(allowed), rng.choice(rejected)
+        states.append(state)
+        plans.append((good, bad))
+        state = state.advance(good)
+    return states, plans
+
+
+def run_states(states, plans, tok, out, row, order):
+    """Per state: fill_bitmask into ``out[row]``, advance, reject; returns comparable results."""
+    results = {}
+    for i in order:
+        s = states[i]
+        good, bad = plans[i]
+        s.fill_bitmask(out, row)
+        mask = out[row].tobytes()
+        child = s.advance(good)
+        child_mask = child.bitmask().tobytes()
+        assert s.try_advance(bad) is None and not s.accepts(bad)
+        with pytest.raises(xgr2.TokenRejectedError):
+            s.advance(bad)
+        results[i] = (mask, child_mask, child.num_tokens, child.can_terminate, s.jump_forward_bytes())
+    return results
+
+
+@pytest.mark.parametrize("which", ["llama3_json", "byte_fallback_arith"])
+def test_threads_share_states(which, request):
+    compiled, tok = request.getfixturevalue(which)
+    states, plans = thread_workload(compiled, tok, seed=7)
+    n = len(states)
+    width = xgr2.get_bitmask_shape(1, tok.vocab_size)[1]
+    expected = run_states(states, plans, tok, np.zeros((1, width), np.int32), 0, range(n))
+
+    n_threads, rounds = 4, 8
+    shared_out = np.zeros((n_threads, width), np.int32)  # each thread writes only its row
+    barrier = threading.Barrier(n_threads)
+    results, errors = [None] * n_threads, []
+
+    def worker(k):
+        try:
+            rng = random.Random(k)
+            barrier.wait()
+            merged = {}
+            for _ in range(rounds):
+                order = list(range(n))
+                rng.shuffle(order)
+                got = run_states(states, plans, tok, shared_out, k, order)
+                for i, r in got.items():
+                    assert merged.setdefault(i, r) == r
+            results[k] = merged
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(n_threads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a worker thread hung"
+    if errors:
+        raise errors[0]
+    for k in range(n_threads):
+        assert results[k] == expected, f"thread {k} saw different results than the sequential run"
+    # The shared states themselves are unchanged.
+    assert run_states(states, plans, tok, np.zeros((1, width), np.int32), 0, range(n)) == expected
