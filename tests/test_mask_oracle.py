@@ -216,12 +216,15 @@ def test_bit_layout_is_lsb_first():
     assert words.tolist() == expected
 
 
-@pytest.mark.xfail(strict=True, reason="ENGINE BUG: a non-special token with empty bytes is accepted by "
-                   "try_advance/accepts but never set in the bitmask (FillBitmask skips empty tokens)")
-def test_empty_token_mask_matches_try_advance():
+def test_empty_token_is_never_allowed():
+    """Regression: a non-special token with no bytes was accepted by try_advance/accepts but
+    never set in the bitmask. Now both agree that it is never allowed (it would not move the
+    parser, and a sampler could pick it forever)."""
     tok = xgr2.TokenizerInfo([b"a", b"", b"</s>"], stop_token_ids=[2])
     state = xgr2.compile('root ::= "a"+', tok).initial_state()
-    assert xgr2.bitmask_to_bool(state.bitmask(), 3).tolist() == oracle_mask(state, 3).tolist()
+    for s in (state, state.advance(0)):
+        assert xgr2.bitmask_to_bool(s.bitmask(), 3).tolist() == oracle_mask(s, 3).tolist()
+        assert s.try_advance(1) is None and not s.accepts(1)
 
 
 JSON_DOCUMENT = {
@@ -282,7 +285,8 @@ def test_byte_fallback_walks_real_text(byte_fallback_tokenizer_info, byte_fallba
     for grammar, text in cases:
         ids = hf.encode(text).ids
         assert b"".join(tok.decoded_vocab[i] for i in ids) == b" " + text.encode()
-        assert any(tok.decoded_vocab[i] in (b"\xd0", b"\xe2") for i in ids) or grammar is EBNF["arith"]
+        if grammar is not EBNF["arith"]:
+            assert any(hf.id_to_token(i).startswith("<0x") for i in ids), "expected byte pieces"
         state = xgr2.compile(grammar, tok).initial_state()
         for t in ids:
             mask = check_state(state, tok, rng)

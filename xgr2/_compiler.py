@@ -21,15 +21,30 @@ class CompiledGrammar:
 
     __slots__ = ("_core", "grammar", "tokenizer_info")
 
-    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo):
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, *, precompute: str = "none",
+                 mask_cache: bool = True):
+        if precompute not in ("none", "all"):
+            raise ValueError(f"precompute must be 'none' or 'all', got {precompute!r}")
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
-        self._core = _core.CompiledGrammarCore(grammar._ir, tokenizer_info._core)
+        self._core = _core.CompiledGrammarCore(
+            grammar._ir, tokenizer_info._core, mask_cache=bool(mask_cache), precompute_all=precompute == "all"
+        )
 
     @property
     def vocab_size(self) -> int:
         """Width of the logits (and of a bitmask row, in bits)."""
         return self.tokenizer_info.vocab_size
+
+    @property
+    def num_cached_node_masks(self) -> int:
+        """How many parser nodes have their token classification computed so far."""
+        return self._core.num_cached_node_masks
+
+    @property
+    def cache_memory_bytes(self) -> int:
+        """Memory held by the token-mask cache."""
+        return self._core.cache_memory_bytes
 
     def initial_state(self) -> MatcherState:
         """The state before any token: an immutable :class:`MatcherState`."""
@@ -53,15 +68,26 @@ class Compiler:
             raise TypeError(f"expected xgr2.TokenizerInfo, got {type(tokenizer_info).__name__}")
         self.tokenizer_info = tokenizer_info
 
-    def compile(self, grammar: Grammar | str) -> CompiledGrammar:
-        """Compiles a :class:`Grammar` (or EBNF text with root rule ``root``)."""
+    def compile(self, grammar: Grammar | str, *, precompute: str = "none", mask_cache: bool = True) -> CompiledGrammar:
+        """Compiles a :class:`Grammar` (or EBNF text with root rule ``root``).
+
+        Args:
+            grammar: the grammar.
+            precompute: ``"none"`` computes each parser node's token classification the
+                first time a state needs it (JIT); ``"all"`` computes them all now, for a
+                flat per-token latency.
+            mask_cache: ``False`` computes every mask by walking the whole vocabulary
+                (slow; a reference for testing).
+        """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"expected xgr2.Grammar or EBNF text, got {type(grammar).__name__}")
-        return CompiledGrammar(grammar, self.tokenizer_info)
+        return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
 
 
-def compile(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> CompiledGrammar:  # noqa: A001
-    """Compiles ``grammar`` against ``tokenizer_info``; see :class:`Compiler`."""
-    return Compiler(tokenizer_info).compile(grammar)
+def compile(  # noqa: A001
+    grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str = "none", mask_cache: bool = True
+) -> CompiledGrammar:
+    """Compiles ``grammar`` against ``tokenizer_info``; see :meth:`Compiler.compile`."""
+    return Compiler(tokenizer_info).compile(grammar, precompute=precompute, mask_cache=mask_cache)

@@ -9,7 +9,7 @@ from numpy.typing import NDArray
 
 class GrammarIR:
     @staticmethod
-    def from_ebnf(text: str, root: str) -> GrammarIR: ...
+    def from_ebnf(text: object, root: object) -> GrammarIR: ...
 
     @staticmethod
     def builtin_json_ebnf() -> str: ...
@@ -23,7 +23,7 @@ class GrammarIR:
     def rule_names(self) -> list[str]: ...
 
 class TokenizerInfoCore:
-    def __init__(self, encoded: Sequence[bytes], vocab_type: int, vocab_size: int, stop_ids: Sequence[int], special_ids: Sequence[int], literal_ids: Sequence[int]) -> None: ...
+    def __init__(self, encoded: Sequence[bytes], vocab_type: int, vocab_size: int, stop_ids: Sequence[int], special_ids: Sequence[int]) -> None: ...
 
     @property
     def vocab_size(self) -> int: ...
@@ -43,7 +43,13 @@ class TokenizerInfoCore:
     def decoded_vocab(self) -> list: ...
 
 class CompiledGrammarCore:
-    def __init__(self, grammar: GrammarIR, tokenizer: TokenizerInfoCore) -> None: ...
+    def __init__(self, grammar: GrammarIR, tokenizer: TokenizerInfoCore, mask_cache: bool = True, precompute_all: bool = False) -> None: ...
+
+    @property
+    def num_cached_node_masks(self) -> int: ...
+
+    @property
+    def cache_memory_bytes(self) -> int: ...
 
     def initial_state(self) -> MatcherState: ...
 
@@ -52,12 +58,12 @@ class MatcherState:
     An immutable point of a constrained decoding; see xgr2.MatcherState docs.
     """
 
-    def try_advance(self, token_id: int) -> MatcherState | None:
+    def try_advance(self, token_id: object) -> MatcherState | None:
         """
         The state after `token_id`, or None if the grammar rejects it. Raises InvalidTokenError for ids outside [0, vocab_size).
         """
 
-    def advance(self, token_id: int) -> MatcherState:
+    def advance(self, token_id: object) -> MatcherState:
         """
         The state after `token_id`.
 
@@ -73,10 +79,10 @@ class MatcherState:
     def try_advance_bytes(self, data: bytes) -> MatcherState | None:
         """The state after forced bytes, or None if they are not allowed."""
 
-    def accepts(self, token_id: int) -> bool:
+    def accepts(self, token_id: object) -> bool:
         """Whether `token_id` is allowed here."""
 
-    def fill_bitmask(self, out: object, row: int = 0) -> None:
+    def fill_bitmask(self, out: object | None, row: int = 0) -> None:
         """
         Writes this state's allowed tokens into row `row` of `out`.
 
@@ -89,13 +95,16 @@ class MatcherState:
         The longest byte string every continuation starts with; the state is unchanged.
         """
 
-    def advance_text(self, text: str) -> MatcherState:
+    def advance_text(self, text: object) -> MatcherState:
         """
         The state after forced UTF-8 text; raises TokenRejectedError if it is not allowed.
         """
 
     def jump_forward_text(self) -> str:
-        """jump_forward_bytes() cut to whole UTF-8 characters, as str."""
+        """
+        jump_forward_bytes() cut to whole UTF-8 characters, as str; "" when the state is inside a
+        character, so its bytes are always a prefix of jump_forward_bytes().
+        """
 
     def bitmask(self) -> Annotated[NDArray[numpy.int32], dict(shape=(None,))]:
         """

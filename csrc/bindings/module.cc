@@ -181,11 +181,14 @@ NB_MODULE(_core, m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammarCore")
       .def(
           "__init__",
-          [](CompiledGrammar* self, const GrammarHandle& g, std::shared_ptr<TokenizerInfo> tok) {
+          [](CompiledGrammar* self, const GrammarHandle& g, std::shared_ptr<TokenizerInfo> tok, bool mask_cache,
+             bool precompute_all) {
             nb::gil_scoped_release release;
-            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok));
+            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok), CompileOptions{mask_cache, precompute_all});
           },
-          "grammar"_a, "tokenizer"_a)
+          "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false)
+      .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
+      .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
 
   nb::class_<MatcherState>(m, "MatcherState",
@@ -275,11 +278,11 @@ is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
                nb::gil_scoped_release release;
                b = s.JumpForwardBytes();
              }
-             size_t start = 0;  // a state inside a character: skip that character's tail
-             while (start < b.size() && start < 3 && (static_cast<uint8_t>(b[start]) & 0xC0) == 0x80) ++start;
-             std::string whole = b.substr(start);
-             return nb::str(whole.data(), CompleteUtf8Prefix(whole));
-           }, R"doc(jump_forward_bytes() cut to whole UTF-8 characters, as str.)doc")
+             // Inside a character the forced bytes start mid-character: no whole text.
+             if (!b.empty() && (static_cast<uint8_t>(b[0]) & 0xC0) == 0x80) return nb::str("");
+             return nb::str(b.data(), CompleteUtf8Prefix(b));
+           }, R"doc(jump_forward_bytes() cut to whole UTF-8 characters, as str; "" when the state is inside a
+character, so its bytes are always a prefix of jump_forward_bytes().)doc")
       .def("bitmask",
            [](const MatcherState& s) {
              size_t words = (static_cast<size_t>(s.VocabSize()) + 31) / 32;

@@ -7,7 +7,8 @@ std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar) {
   return std::make_shared<const GrammarFsm>(BuildGrammarFsm(grammar));
 }
 
-CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer) {
+CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
+                                 CompileOptions options) {
   auto impl = std::make_shared<CompiledGrammarImpl>();
   impl->grammar = std::move(grammar);
   impl->tokenizer = std::move(tokenizer);
@@ -15,10 +16,26 @@ CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const Gramm
   auto initial = std::make_shared<EarleySet>();
   EarleyParser(impl->fsm(), ThreadScratch()).Initial(initial.get());
   impl->initial = std::move(initial);
+  if (options.mask_cache) {
+    impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm(), *impl->tokenizer);
+    if (options.precompute_all) impl->mask_cache->PrecomputeAll();
+  }
   impl_ = std::move(impl);
 }
 
 const GrammarIR& CompiledGrammar::grammar() const { return *impl_->grammar; }
 const TokenizerInfo& CompiledGrammar::tokenizer() const { return *impl_->tokenizer; }
+
+}  // namespace xgr2
+
+namespace xgr2 {
+
+int32_t CompiledGrammar::NumCachedNodeMasks() const {
+  return impl_->mask_cache ? impl_->mask_cache->NumComputed() : 0;
+}
+
+int64_t CompiledGrammar::CacheMemoryBytes() const {
+  return impl_->mask_cache ? impl_->mask_cache->MemoryBytes() : 0;
+}
 
 }  // namespace xgr2

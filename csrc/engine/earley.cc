@@ -57,8 +57,11 @@ void EarleyParser::Close(EarleySet* out) {
     if (fsm_.node_final[node]) {
       int32_t rule = fsm_.node_rule[node];
       if (rule == fsm_.root && item.origin->parent == nullptr) out->accepting = true;
-      // Completions with origin == out are nullable rules, already skipped at prediction.
-      if (item.origin != out) {
+      if (item.origin == watched_) *watch_hit_ = true;
+      if (item.origin == generic_) {
+        for (int32_t t : (*call_targets_)[rule]) Add(t, generic_);
+      } else if (item.origin != out) {
+        // (Completions with origin == out are nullable rules, skipped at prediction.)
         for (const EarleyItem& waiting : item.origin->items) {
           int32_t n = waiting.node;
           for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) {
@@ -101,6 +104,24 @@ void EarleyParser::Initial(EarleySet* out) {
   BeginSet();
   out->accepting = false;
   Add(fsm_.rule_start[fsm_.root], out);
+  Close(out);
+}
+
+void EarleyParser::Seed(int32_t node, const EarleySet* origin, EarleySet* out) {
+  BeginSet();
+  out->accepting = false;
+  Add(node, origin);
+  Close(out);
+}
+
+void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin,
+                          EarleySet* out) {
+  BeginSet();
+  out->accepting = base && base->accepting;
+  if (base) {
+    for (const EarleyItem& it : base->items) Add(it.node, it.origin);
+  }
+  for (int32_t n : nodes) Add(n, origin);
   Close(out);
 }
 

@@ -52,6 +52,19 @@ class EarleyParser {
 
   // The set before any byte: the root rule predicted.
   void Initial(EarleySet* out);
+  // The set holding one item (node, origin) and its closure.
+  void Seed(int32_t node, const EarleySet* origin, EarleySet* out);
+  // From now on, a completion of an item whose origin is `watched` sets *hit. The
+  // mask cache uses it to see where a rule, parsed without its parents, could end.
+  void Watch(const EarleySet* watched, bool* hit) { watched_ = watched, watch_hit_ = hit; }
+  // Items whose origin is `generic` stand for "any caller": when their rule p ends,
+  // the parse goes on at every node that follows a call of p (call_targets[p]),
+  // again with origin `generic`. This over-approximates every possible context.
+  void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
+    generic_ = generic, call_targets_ = call_targets;
+  }
+  // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
+  void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (whose parent fields the caller sets).
   // Returns false, leaving `out` unspecified, when no item can scan the byte.
   bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out);
@@ -64,6 +77,10 @@ class EarleyParser {
 
   const GrammarFsm& fsm_;
   EarleyScratch& s_;
+  const EarleySet* watched_ = nullptr;
+  bool* watch_hit_ = nullptr;
+  const EarleySet* generic_ = nullptr;
+  const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
 };
 
 }  // namespace xgr2

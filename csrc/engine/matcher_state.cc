@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "engine/compiled_grammar_impl.h"
+#include "engine/token_walk.h"
 #include "xgr2/errors.h"
 #include "xgr2/matcher.h"
 
@@ -54,68 +55,18 @@ std::optional<MatcherState> MatcherState::TryAdvance(int32_t token) const {
 
 bool MatcherState::Accepts(int32_t token) const { return TryAdvance(token).has_value(); }
 
-namespace {
-
-// Scratch sets for the trie walk, one per depth, reused across calls on a thread.
-std::vector<std::unique_ptr<EarleySet>>& WalkStack(size_t depth) {
-  thread_local std::vector<std::unique_ptr<EarleySet>> stack;
-  while (stack.size() < depth) stack.push_back(std::make_unique<EarleySet>());
-  return stack;
-}
-
-}  // namespace
-
 void MatcherState::FillBitmask(uint32_t* words) const {
   const TokenizerInfo& tok = *grammar_->tokenizer;
   size_t num_words = (static_cast<size_t>(tok.vocab_size()) + 31) / 32;
   std::memset(words, 0, num_words * sizeof(uint32_t));
   if (terminated_) return;
-  auto allow = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (set_->accepting) {
-    for (int32_t id : tok.stop_ids()) allow(id);
+    for (int32_t id : tok.stop_ids()) words[id >> 5] |= uint32_t{1} << (id & 31);
   }
-
-  // Walk the sorted vocabulary as a trie: consecutive tokens share their common
-  // prefix's parser sets; a rejected prefix skips every token that extends it.
-  EarleyParser parser(grammar_->fsm(), ThreadScratch());
-  const std::vector<int32_t>& sorted = tok.sorted_ids();
-  auto& stack = WalkStack(static_cast<size_t>(tok.max_token_bytes()) + 1);
-  std::vector<const EarleySet*> path(static_cast<size_t>(tok.max_token_bytes()) + 1);
-  path[0] = set_.get();
-  const std::string* prev = nullptr;  // token whose bytes path[1..depth] spells
-  size_t depth = 0;
-  size_t n = sorted.size();
-  for (size_t i = 0; i < n;) {
-    const std::string& s = tok.decoded(sorted[i]);
-    if (prev) {
-      size_t lcp = 0, limit = std::min(depth, s.size());
-      while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
-      depth = lcp;
-    }
-    prev = &s;
-    bool ok = true;
-    while (depth < s.size()) {
-      uint8_t b = static_cast<uint8_t>(s[depth]);
-      EarleySet* next = stack[depth + 1].get();
-      next->parent = path[depth];
-      if (!parser.Advance(*path[depth], b, next)) {
-        ok = false;
-        break;
-      }
-      path[++depth] = next;
-    }
-    if (ok) {
-      allow(sorted[i]);
-      ++i;
-      continue;
-    }
-    // Every later token starting with s[0..depth] is rejected too.
-    size_t plen = depth + 1;
-    auto first_after = std::partition_point(sorted.begin() + i + 1, sorted.end(), [&](int32_t id) {
-      const std::string& t = tok.decoded(id);
-      return t.size() >= plen && std::memcmp(t.data(), s.data(), plen) == 0;
-    });
-    i = static_cast<size_t>(first_after - sorted.begin());
+  if (grammar_->mask_cache) {
+    grammar_->mask_cache->FillBitmask(*set_, words);
+  } else {
+    WalkAcceptedTokens(grammar_->fsm(), tok, *set_, nullptr, 0, words);
   }
 }
 

@@ -17,10 +17,19 @@ class EarleySet;
 // Builds (and so validates) the automata of a grammar; throws GrammarError.
 std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar);
 
-// A grammar bound to a tokenizer. Immutable and shareable across threads.
+struct CompileOptions {
+  bool mask_cache = true;        // use the adaptive token-mask cache
+  bool precompute_all = false;   // compute every node's mask now instead of on first use
+};
+
+// A grammar bound to a tokenizer. Immutable (its mask cache fills in lazily, thread-safely)
+// and shareable across threads.
 class CompiledGrammar {
  public:
-  CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer);
+  CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
+                  CompileOptions options = {});
+  int32_t NumCachedNodeMasks() const;
+  int64_t CacheMemoryBytes() const;
   const GrammarIR& grammar() const;
   const TokenizerInfo& tokenizer() const;
   std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }
