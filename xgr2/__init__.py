@@ -14,7 +14,7 @@ with :mod:`xgr2.jax`.
 from . import _core
 from ._batch import batch_advance, batch_fill_bitmask
 from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
-from ._compiler import CompiledGrammar, Compiler, MatcherState, compile
+from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, compile
 from ._errors import GrammarError, InvalidTokenError, TokenizerError, TokenRejectedError, Xgr2Error
 from ._grammar import Grammar
 from ._tokenizer import TokenizerInfo
@@ -24,6 +24,7 @@ _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRej
 __version__ = "0.1.0"
 
 __all__ = [
+    "CacheInfo",
     "CompiledGrammar",
     "Compiler",
     "Grammar",

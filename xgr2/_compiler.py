@@ -1,16 +1,30 @@
-"""Compiling a grammar against a tokenizer, and the states it starts."""
+"""Compiling a grammar against a tokenizer, the states it starts, and the compile cache."""
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from typing import NamedTuple
+
 from . import _core
+from ._errors import Xgr2Error
 from ._grammar import Grammar
 from ._tokenizer import TokenizerInfo
 
 MatcherState = _core.MatcherState
 
+# Version of the pickled form of CompiledGrammar; bump it when that form changes.
+PICKLE_FORMAT_VERSION = 1
+
+_PRECOMPUTE_MODES = ("none", "all")
+
 
 class CompiledGrammar:
     """A grammar bound to a tokenizer's vocabulary. Immutable and thread-safe.
+
+    Its token-mask cache fills in as states need node masks (``precompute="none"``) or
+    all at once (``precompute="all"``). Picklable: the grammar, tokenizer and options
+    travel and the automata are rebuilt on load (node masks are recomputed on use).
 
     >>> import xgr2
     >>> tok = xgr2.TokenizerInfo([b"a", b"b", b"ab", b"</s>"], stop_token_ids=[3])
@@ -19,16 +33,18 @@ class CompiledGrammar:
     True
     """
 
-    __slots__ = ("_core", "grammar", "tokenizer_info")
+    __slots__ = ("_core", "grammar", "tokenizer_info", "precompute", "mask_cache")
 
     def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, *, precompute: str = "none",
                  mask_cache: bool = True):
-        if precompute not in ("none", "all"):
-            raise ValueError(f"precompute must be 'none' or 'all', got {precompute!r}")
+        if precompute not in _PRECOMPUTE_MODES:
+            raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES}, got {precompute!r}")
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
+        self.precompute = precompute
+        self.mask_cache = bool(mask_cache)
         self._core = _core.CompiledGrammarCore(
-            grammar._ir, tokenizer_info._core, mask_cache=bool(mask_cache), precompute_all=precompute == "all"
+            grammar._ir, tokenizer_info._core, mask_cache=self.mask_cache, precompute_all=precompute == "all"
         )
 
     @property
@@ -46,27 +62,71 @@ class CompiledGrammar:
         """Memory held by the token-mask cache."""
         return self._core.cache_memory_bytes
 
+    @property
+    def memory_bytes(self) -> int:
+        """Memory held by the automata and the token-mask cache (grows with use)."""
+        return self._core.memory_bytes
+
     def initial_state(self) -> MatcherState:
         """The state before any token: an immutable :class:`MatcherState`."""
         return self._core.initial_state()
 
     def __reduce__(self):
-        raise TypeError("CompiledGrammar is not picklable yet; pickle the Grammar and TokenizerInfo and compile again")
+        args = (PICKLE_FORMAT_VERSION, str(self.grammar), self.grammar.root, self.tokenizer_info,
+                self.precompute, self.mask_cache)
+        return (_restore_compiled_grammar, args)
+
+    def __repr__(self) -> str:
+        return f"CompiledGrammar(root={self.grammar.root!r}, vocab_size={self.vocab_size})"
+
+
+def _restore_compiled_grammar(version, text, root, tokenizer_info, precompute, mask_cache) -> CompiledGrammar:
+    if version != PICKLE_FORMAT_VERSION:
+        raise Xgr2Error(
+            f"this CompiledGrammar was pickled in format version {version}, but this xgr2 reads version "
+            f"{PICKLE_FORMAT_VERSION}: compile the grammar again"
+        )
+    grammar = Grammar.from_ebnf(text, root=root)
+    return CompiledGrammar(grammar, tokenizer_info, precompute=precompute, mask_cache=mask_cache)
+
+
+class CacheInfo(NamedTuple):
+    """Statistics of a :class:`Compiler`'s cache."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int
+    limit_bytes: int
 
 
 class Compiler:
-    """Compiles grammars for one tokenizer.
+    """Compiles grammars for one tokenizer, keeping recent results in an LRU cache.
+
+    The cache is keyed by the grammar's normalized text, root and options, holds at
+    most ``cache_limit_bytes`` (measured with :attr:`CompiledGrammar.memory_bytes`,
+    which grows as node masks are computed; the limit is enforced at each compile),
+    and is safe to use from several threads. ``cache_limit_bytes=0`` disables it.
 
     >>> import xgr2
-    >>> tok = xgr2.TokenizerInfo([b"a", b"b"])
-    >>> Compiler(tok).compile(xgr2.Grammar.from_ebnf('root ::= "ab"')).vocab_size
-    2
+    >>> compiler = Compiler(xgr2.TokenizerInfo([b"a", b"b"]))
+    >>> compiler.compile('root ::= "ab"') is compiler.compile('root ::=  "a" "b"'.replace('" "', ''))
+    True
+    >>> compiler.cache_info().hits
+    1
     """
 
-    def __init__(self, tokenizer_info: TokenizerInfo):
+    def __init__(self, tokenizer_info: TokenizerInfo, *, cache_limit_bytes: int = 512 << 20):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"expected xgr2.TokenizerInfo, got {type(tokenizer_info).__name__}")
+        if cache_limit_bytes < 0:
+            raise ValueError(f"cache_limit_bytes must be >= 0, got {cache_limit_bytes}")
         self.tokenizer_info = tokenizer_info
+        self.cache_limit_bytes = int(cache_limit_bytes)
+        self._cache: OrderedDict[tuple, CompiledGrammar] = OrderedDict()
+        self._lock = threading.Lock()
+        self._hits = 0
+        self._misses = 0
 
     def compile(self, grammar: Grammar | str, *, precompute: str = "none", mask_cache: bool = True) -> CompiledGrammar:
         """Compiles a :class:`Grammar` (or EBNF text with root rule ``root``).
@@ -83,11 +143,46 @@ class Compiler:
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"expected xgr2.Grammar or EBNF text, got {type(grammar).__name__}")
-        return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
+        if precompute not in _PRECOMPUTE_MODES:
+            raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES}, got {precompute!r}")
+        key = (str(grammar), grammar.root, precompute, bool(mask_cache))
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                self._hits += 1
+                return cached
+            self._misses += 1
+        compiled = CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
+        with self._lock:
+            cached = self._cache.get(key)  # another thread may have compiled it meanwhile
+            if cached is not None:
+                return cached
+            if compiled.memory_bytes <= self.cache_limit_bytes:
+                self._cache[key] = compiled
+                self._evict()
+        return compiled
+
+    def _evict(self) -> None:
+        total = sum(c.memory_bytes for c in self._cache.values())
+        while total > self.cache_limit_bytes and self._cache:
+            _, oldest = self._cache.popitem(last=False)
+            total -= oldest.memory_bytes
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses, entries and bytes of the compile cache."""
+        with self._lock:
+            total = sum(c.memory_bytes for c in self._cache.values())
+            return CacheInfo(self._hits, self._misses, len(self._cache), total, self.cache_limit_bytes)
+
+    def clear_cache(self) -> None:
+        """Drops every cached compiled grammar (statistics are kept)."""
+        with self._lock:
+            self._cache.clear()
 
 
 def compile(  # noqa: A001
     grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str = "none", mask_cache: bool = True
 ) -> CompiledGrammar:
-    """Compiles ``grammar`` against ``tokenizer_info``; see :meth:`Compiler.compile`."""
-    return Compiler(tokenizer_info).compile(grammar, precompute=precompute, mask_cache=mask_cache)
+    """Compiles ``grammar`` against ``tokenizer_info`` (no cache); see :meth:`Compiler.compile`."""
+    return Compiler(tokenizer_info, cache_limit_bytes=0).compile(grammar, precompute=precompute, mask_cache=mask_cache)

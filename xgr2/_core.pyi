@@ -7,6 +7,10 @@ import numpy
 from numpy.typing import NDArray
 
 
+def batch_fill_bitmask(states: Sequence[MatcherState], out: object | None, rows: Sequence[int], num_threads: int) -> None: ...
+
+def batch_advance(states: Sequence[MatcherState], tokens: Sequence[int], num_threads: int) -> list[MatcherState | None]: ...
+
 class GrammarIR:
     @staticmethod
     def from_ebnf(text: object, root: object) -> GrammarIR: ...
@@ -50,6 +54,9 @@ class CompiledGrammarCore:
 
     @property
     def cache_memory_bytes(self) -> int: ...
+
+    @property
+    def memory_bytes(self) -> int: ...
 
     def initial_state(self) -> MatcherState: ...
 

@@ -54,7 +54,7 @@ class TokenizerInfo:
     (64, 3, [2])
     """
 
-    __slots__ = ("_core", "_decoded")
+    __slots__ = ("_core", "_decoded", "_args")
 
     def __init__(
         self,
@@ -80,14 +80,10 @@ class TokenizerInfo:
             raise TypeError(f"vocab_size must be an int, got {vocab_size!r}")
         if len(encoded) > 2**31 - 1 or vocab_size > 2**31 - 1:
             raise TokenizerError("vocabulary too large")
-        self._core = _core.TokenizerInfoCore(
-            encoded,
-            _VOCAB_TYPES[vocab_type],
-            vocab_size,
-            _ids(stop_token_ids, "stop_token_ids"),
-            _ids(special_token_ids, "special_token_ids"),
-        )
+        stops, specials = _ids(stop_token_ids, "stop_token_ids"), _ids(special_token_ids, "special_token_ids")
+        self._core = _core.TokenizerInfoCore(encoded, _VOCAB_TYPES[vocab_type], vocab_size, stops, specials)
         self._decoded: list[bytes] | None = None
+        self._args = (encoded, vocab_size, stops, specials, vocab_type)  # for pickling
 
     @property
     def vocab_size(self) -> int:
@@ -123,6 +119,10 @@ class TokenizerInfo:
         if self._decoded is None:
             self._decoded = self._core.decoded_vocab()
         return self._decoded
+
+    def __reduce__(self):
+        encoded, vocab_size, stops, specials, vocab_type = self._args
+        return (_restore_tokenizer_info, (encoded, vocab_size, stops, specials, vocab_type))
 
     def __repr__(self) -> str:
         return (f"TokenizerInfo(vocab_type={self.vocab_type!r}, tokenizer_size={self.tokenizer_size}, "
@@ -210,6 +210,12 @@ class TokenizerInfo:
             special_token_ids=special,
             vocab_type=_detect_vocab_type(spec),
         )
+
+
+def _restore_tokenizer_info(encoded, vocab_size, stops, specials, vocab_type) -> TokenizerInfo:
+    return TokenizerInfo(
+        encoded, vocab_size=vocab_size, stop_token_ids=stops, special_token_ids=specials, vocab_type=vocab_type
+    )
 
 
 def _decoder_types(decoder: Any) -> list[dict]:

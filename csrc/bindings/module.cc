@@ -234,6 +234,7 @@ NB_MODULE(_core, m) {
           "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
+      .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
 
   nb::class_<MatcherState>(m, "MatcherState",

@@ -38,4 +38,11 @@ int64_t CompiledGrammar::CacheMemoryBytes() const {
   return impl_->mask_cache ? impl_->mask_cache->MemoryBytes() : 0;
 }
 
+int64_t CompiledGrammar::MemoryBytes() const {
+  const GrammarFsm& f = impl_->fsm();
+  int64_t automata = static_cast<int64_t>(f.edges.size() * sizeof(FsmEdge)) +
+                     static_cast<int64_t>(f.NumNodes()) * (3 * 4 + 1 + sizeof(ByteSet) + 8 /*mask slot*/);
+  return automata + CacheMemoryBytes();
+}
+
 }  // namespace xgr2

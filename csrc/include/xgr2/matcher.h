@@ -30,6 +30,8 @@ class CompiledGrammar {
                   CompileOptions options = {});
   int32_t NumCachedNodeMasks() const;
   int64_t CacheMemoryBytes() const;
+  // Automata plus mask cache (grows as node masks are computed).
+  int64_t MemoryBytes() const;
   const GrammarIR& grammar() const;
   const TokenizerInfo& tokenizer() const;
   std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }

@@ -1,0 +1,92 @@
+"""The compile cache (LRU, byte limit, thread-safe, statistics) and pickled compiled grammars."""
+
+import pickle
+import threading
+
+import numpy as np
+import pytest
+import xgr2
+from grammars import EBNF
+
+
+def test_cache_hits_misses_and_identity(byte_tokenizer_info):
+    compiler = xgr2.Compiler(byte_tokenizer_info)
+    a = compiler.compile(EBNF["arith"])
+    assert compiler.compile(xgr2.Grammar.from_ebnf(EBNF["arith"])) is a  # same normalized text
+    assert compiler.compile(EBNF["arith"], precompute="all") is not a  # options are part of the key
+    info = compiler.cache_info()
+    assert (info.hits, info.misses, info.entries) == (1, 2, 2)
+    assert 0 < info.bytes <= info.limit_bytes
+
+
+def test_cache_respects_byte_limit_over_thousands_of_grammars(byte_tokenizer_info):
+    limit = 200_000
+    compiler = xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=limit)
+    for i in range(2000):
+        compiled = compiler.compile(f'root ::= "k{i}" [a-z]{{1,{1 + i % 7}}} ("," [0-9]+)*')
+        info = compiler.cache_info()  # the limit holds after every compile...
+        assert info.bytes <= limit or info.entries == 1
+        if i % 3 == 0:  # ...even though node-mask caches grow after insertion
+            compiled.initial_state().advance_text(f"k{i}").bitmask()
+    info = compiler.cache_info()
+    assert info.misses == 2000 and 0 < info.entries < 2000 and info.bytes <= limit
+
+
+def test_cache_can_be_disabled_and_cleared(byte_tokenizer_info):
+    off = xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=0)
+    assert off.compile('root ::= "a"') is not off.compile('root ::= "a"')
+    on = xgr2.Compiler(byte_tokenizer_info)
+    on.compile('root ::= "a"')
+    on.clear_cache()
+    assert on.cache_info().entries == 0
+    with pytest.raises(ValueError):
+        xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=-1)
+
+
+def test_cache_is_thread_safe(byte_tokenizer_info):
+    compiler = xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=1 << 20)
+    texts = [f'root ::= "t{i % 10}" [0-9]*' for i in range(200)]
+    results, errors = {}, []
+
+    def work(offset):
+        try:
+            for k in range(offset, len(texts), 4):
+                results[k] = compiler.compile(texts[k])
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(o,)) for o in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    info = compiler.cache_info()
+    assert info.hits + info.misses == len(texts) and info.entries == 10
+    for k, compiled in results.items():
+        assert compiled.initial_state().advance_text(f"t{k % 10}7").can_terminate
+
+
+def test_pickled_compiled_grammar_gives_the_same_masks(byte_fallback_tokenizer_info):
+    compiled = xgr2.compile(EBNF["json"], byte_fallback_tokenizer_info, precompute="all")
+    restored = pickle.loads(pickle.dumps(compiled))
+    assert restored.precompute == "all" and restored.vocab_size == compiled.vocab_size
+    a, b = compiled.initial_state(), restored.initial_state()
+    for ch in '{"k": [1, "x"]}':
+        assert np.array_equal(a.bitmask(), b.bitmask())
+        a, b = a.advance_text(ch), b.advance_text(ch)
+    assert a.can_terminate and b.can_terminate
+
+
+def test_pickle_version_mismatch_is_a_clear_error(byte_tokenizer_info):
+    compiled = xgr2.compile('root ::= "a"', byte_tokenizer_info)
+    fn, args = compiled.__reduce__()
+    with pytest.raises(xgr2.Xgr2Error, match="format version 999"):
+        fn(999, *args[1:])
+
+
+def test_tokenizer_info_pickles(llama3_tokenizer_info):
+    restored = pickle.loads(pickle.dumps(llama3_tokenizer_info))
+    assert restored.decoded_vocab == llama3_tokenizer_info.decoded_vocab
+    assert restored.stop_token_ids == llama3_tokenizer_info.stop_token_ids
+    assert restored.vocab_type == "byte_level"

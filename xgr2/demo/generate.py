@@ -1,0 +1,181 @@
+"""Constrained (or free) sampling from a model, overlapping host mask work with the device.
+
+Each step: the jitted decode step for step t is dispatched (JAX returns at once and the
+device computes in the background); meanwhile the host fills step t's bitmask, one
+immutable :class:`xgr2.MatcherState` per batch row; then ``xgr2.jax.sample`` picks the
+tokens among the allowed ones and the states advance.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import jax
+import numpy as np
+
+import xgr2
+import xgr2.jax
+
+from .llama import Llama
+
+
+@dataclass
+class GenerationStats:
+    """What a :func:`generate` call did and how long it took.
+
+    ``tokens_per_s`` counts the tokens that came out of decode steps (each row's first
+    token comes from the prefill) over the decode loop's wall time, compilation excluded.
+    """
+
+    constrained: bool
+    batch: int
+    prompt_tokens: int
+    steps: int = 0                 # decode steps run (one model call each)
+    tokens: int = 0                # generated tokens, all rows, stop tokens included
+    decode_tokens: int = 0         # of those, the ones that came out of decode steps
+    prefill_s: float = 0.0         # prompt pass (compilation excluded after the first call)
+    decode_s: float = 0.0          # wall time of the decode loop
+    mask_s: float = 0.0            # host time spent in fill_bitmask
+    finished: list[bool] = field(default_factory=list)       # row ended with a stop token
+    token_ids: list[list[int]] = field(default_factory=list)  # per row, stop token excluded
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.decode_tokens / self.decode_s if self.decode_s else 0.0
+
+    @property
+    def ms_per_step(self) -> float:
+        return 1e3 * self.decode_s / self.steps if self.steps else 0.0
+
+    @property
+    def mask_ms_per_step(self) -> float:
+        """Host mask time per decode step (all rows together)."""
+        return 1e3 * self.mask_s / max(self.steps, 1)
+
+
+def cache_length(prompt_tokens: int, max_tokens: int, multiple: int = 64) -> int:
+    """KV cache size for a run, rounded up so that nearby prompt lengths share one compilation."""
+    return -(-(prompt_tokens + max_tokens) // multiple) * multiple
+
+
+def generate(
+    model: Llama,
+    tokenizer,
+    compiled_grammar: xgr2.CompiledGrammar,
+    prompt: str,
+    *,
+    max_tokens: int,
+    temperature: float = 0.0,
+    seed: int = 0,
+    batch: int = 1,
+    constrained: bool = True,
+    on_text: Callable[[str], None] | None = None,
+) -> tuple[list[str], GenerationStats]:
+    """Samples ``batch`` completions of ``prompt``.
+
+    Args:
+      model: the model.
+      tokenizer: a ``tokenizers.Tokenizer``, to encode ``prompt`` (special tokens such as
+        ``<|im_start|>`` written in the prompt are recognised).
+      compiled_grammar: the grammar the output must follow; its ``tokenizer_info`` gives
+        the stop tokens and the bytes of each token, also when ``constrained=False``.
+      prompt: the prompt text (already chat-templated).
+      max_tokens: at most this many tokens per row, stop token included.
+      temperature: 0 is greedy.
+      seed: seeds the sampling key, shared by the batch (rows differ through ``jax.random``).
+      batch: rows sampled side by side from the same prompt.
+      constrained: ``False`` samples freely (all-ones bitmask) for comparison.
+      on_text: called with each new piece of row 0's text as it is generated.
+
+    Returns:
+      the text of each row (stop token excluded) and the run's :class:`GenerationStats`.
+    """
+    info = compiled_grammar.tokenizer_info
+    vocab_bytes, stops = info.decoded_vocab, set(info.stop_token_ids)
+    if model.cfg.vocab_size != info.vocab_size:
+        raise ValueError(f"model logits width {model.cfg.vocab_size} != tokenizer info vocab_size {info.vocab_size}")
+    prompt_ids = tokenizer.encode(prompt).ids
+    stats = GenerationStats(constrained=constrained, batch=batch, prompt_tokens=len(prompt_ids))
+    max_len = cache_length(len(prompt_ids), max_tokens)
+
+    t0 = time.perf_counter()
+    logits, cache = model.prefill(np.tile(np.asarray(prompt_ids, np.int32), (batch, 1)), max_len)
+    logits.block_until_ready()
+    stats.prefill_s = time.perf_counter() - t0
+
+    # Warm-up, outside the timed loop: compile the decode step and the sampler for these
+    # shapes (a no-op after the first call). The decode step writes position len(prompt),
+    # which the first real step overwrites.
+    bitmask = xgr2.allocate_token_bitmask(batch, info.vocab_size)  # all ones: nothing masked
+    key = jax.random.key(seed)
+    xgr2.jax.sample(key, logits, bitmask, temperature=temperature).block_until_ready()
+    _, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
+
+    states = [compiled_grammar.initial_state() for _ in range(batch)] if constrained else None
+    active = [True] * batch
+    out_ids: list[list[int]] = [[] for _ in range(batch)]
+    stream = _Utf8Stream(vocab_bytes, on_text)
+    pos = len(prompt_ids)
+    t0 = time.perf_counter()
+    for step in range(max_tokens):
+        # The device is computing `logits` (dispatched at the end of the previous step).
+        if constrained:
+            t_mask = time.perf_counter()
+            for row, state in enumerate(states):
+                if active[row]:
+                    state.fill_bitmask(bitmask, row)
+            stats.mask_s += time.perf_counter() - t_mask
+        tokens = np.array(xgr2.jax.sample(jax.random.fold_in(key, step), logits, bitmask,
+                                            temperature=temperature))  # waits for the device
+        for row in range(batch):
+            if not active[row]:
+                tokens[row] = next(iter(stops))  # keep feeding a valid id; its output is ignored
+                continue
+            token = int(tokens[row])
+            stats.tokens += 1
+            stats.decode_tokens += int(step > 0)
+            if constrained:
+                states[row] = states[row].advance(token)
+                done = states[row].is_terminated
+            else:
+                done = token in stops
+            if done:
+                active[row] = False
+                bitmask[row] = -1  # the row's output is ignored from now on
+            else:
+                out_ids[row].append(token)
+        if not any(active) or step == max_tokens - 1:
+            break
+        logits, cache = model.decode_step(tokens, pos, cache)  # async: overlaps the next mask fill
+        pos += 1
+        stats.steps += 1
+        stream.update(out_ids[0])  # host work also overlaps the device
+    stats.decode_s = time.perf_counter() - t0
+    stream.update(out_ids[0], final=True)
+    stats.finished = [not a for a in active]
+    stats.token_ids = out_ids
+    texts = [b"".join(vocab_bytes[t] for t in ids).decode("utf-8", errors="replace") for ids in out_ids]
+    return texts, stats
+
+
+class _Utf8Stream:
+    """Feeds token bytes through an incremental UTF-8 decoder to a text callback."""
+
+    def __init__(self, vocab_bytes: list[bytes], on_text: Callable[[str], None] | None):
+        import codecs
+
+        self._vocab, self._on_text = vocab_bytes, on_text
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._sent = 0
+
+    def update(self, ids: list[int], final: bool = False) -> None:
+        """Sends the text of the ids not sent yet (``final``: flush a trailing partial character)."""
+        if self._on_text is None:
+            return
+        data = b"".join(self._vocab[t] for t in ids[self._sent:])
+        self._sent = len(ids)
+        text = self._decoder.decode(data, final=final)
+        if text:
+            self._on_text(text)

