@@ -78,3 +78,16 @@ def test_cache_is_filled_lazily_and_reports_memory(byte_fallback_tokenizer_info)
 def test_precompute_rejects_unknown_mode(byte_tokenizer_info):
     with pytest.raises(ValueError, match="precompute"):
         xgr2.compile('root ::= "a"', byte_tokenizer_info, precompute="some")
+
+
+def test_background_precompute_while_states_are_used(llama3_tokenizer_info):
+    compiled = xgr2.compile(EBNF["json"], llama3_tokenizer_info)
+    reference = xgr2.compile(EBNF["json"], llama3_tokenizer_info, precompute="all")
+    thread = compiled.precompute_masks(num_threads=2, background=True)
+    state, ref = compiled.initial_state(), reference.initial_state()
+    for text in ['{"a', '": [', "1, ", '"x"]}']:  # masks while the pool works
+        assert np.array_equal(state.bitmask(), ref.bitmask())
+        state, ref = state.advance_text(text), ref.advance_text(text)
+    thread.join()
+    assert compiled.num_cached_node_masks == reference.num_cached_node_masks
+    compiled.precompute_masks()  # nothing left to do

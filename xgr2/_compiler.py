@@ -67,6 +67,20 @@ class CompiledGrammar:
         """Memory held by the automata and the token-mask cache (grows with use)."""
         return self._core.memory_bytes
 
+    def precompute_masks(self, *, num_threads: int = 0, background: bool = False) -> threading.Thread | None:
+        """Computes every node mask not computed yet, on a thread pool, the GIL released.
+
+        With ``background=True`` it runs on a new thread, so the caller can prefill the
+        model meanwhile; join the returned thread to wait. States stay usable during it
+        (a node mask needed early is computed on demand).
+        """
+        if not background:
+            self._core.precompute_all(num_threads)
+            return None
+        thread = threading.Thread(target=self._core.precompute_all, args=(num_threads,), daemon=True)
+        thread.start()
+        return thread
+
     def initial_state(self) -> MatcherState:
         """The state before any token: an immutable :class:`MatcherState`."""
         return self._core.initial_state()

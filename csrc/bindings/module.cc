@@ -235,6 +235,8 @@ NB_MODULE(_core, m) {
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
+      .def("precompute_all", &CompiledGrammar::PrecomputeAll, "num_threads"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>())
       .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
 
   nb::class_<MatcherState>(m, "MatcherState",

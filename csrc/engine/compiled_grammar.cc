@@ -34,6 +34,10 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
   return impl_->mask_cache ? impl_->mask_cache->NumComputed() : 0;
 }
 
+void CompiledGrammar::PrecomputeAll(int num_threads) const {
+  if (impl_->mask_cache) impl_->mask_cache->PrecomputeAll(num_threads);
+}
+
 int64_t CompiledGrammar::CacheMemoryBytes() const {
   return impl_->mask_cache ? impl_->mask_cache->MemoryBytes() : 0;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "engine/token_walk.h"
+#include "support/thread_pool.h"
 #include "grammar/fsm.h"
 
 namespace xgr2 {
@@ -175,10 +176,12 @@ const NodeMask& TokenMaskCache::Get(int32_t node) const {
   return *fresh;
 }
 
-void TokenMaskCache::PrecomputeAll() const {
+void TokenMaskCache::PrecomputeAll(int num_threads) const {
+  std::vector<int32_t> nodes;
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
-    if (fsm_.HasEdges(i)) Get(i);
+    if (fsm_.HasEdges(i) && !masks_[i].load(std::memory_order_acquire)) nodes.push_back(i);
   }
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k]); });
 }
 
 void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {

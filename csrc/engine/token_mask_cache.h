@@ -46,8 +46,8 @@ class TokenMaskCache {
 
   // The node's mask, computed on first use. Thread-safe.
   const NodeMask& Get(int32_t node) const;
-  // Computes every scannable node's mask now.
-  void PrecomputeAll() const;
+  // Computes every node's mask now, on up to num_threads threads (0: all).
+  void PrecomputeAll(int num_threads = 0) const;
   // Writes (ORs) the text tokens allowed from `set` into `words`.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 

@@ -29,6 +29,8 @@ class CompiledGrammar {
   CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                   CompileOptions options = {});
   int32_t NumCachedNodeMasks() const;
+  // Computes every node mask not computed yet (no-op without a mask cache).
+  void PrecomputeAll(int num_threads = 0) const;
   int64_t CacheMemoryBytes() const;
   // Automata plus mask cache (grows as node masks are computed).
   int64_t MemoryBytes() const;
