@@ -19,7 +19,8 @@ struct NfaEdge {
 
 class NfaBuilder {
  public:
-  NfaBuilder(const GrammarIR& g, int64_t* budget) : g_(g), budget_(budget) {}
+  NfaBuilder(const GrammarIR& g, const std::vector<uint8_t>& inlined, int64_t* budget)
+      : g_(g), inlined_(inlined), budget_(budget) {}
 
   int32_t NewNode() {
     if (--*budget_ < 0) {
@@ -51,6 +52,7 @@ class NfaBuilder {
       case ExprKind::kCharClass:
         return BuildClass(e, from);
       case ExprKind::kRuleRef: {
+        if (inlined_[e.rule]) return Build(g_.rules[e.rule].body, from);
         int32_t next = NewNode();
         Add(from, {0, 0, e.rule, next});
         return next;
@@ -126,9 +128,68 @@ class NfaBuilder {
   }
 
   const GrammarIR& g_;
+  const std::vector<uint8_t>& inlined_;
   int64_t* budget_;
   std::vector<std::vector<NfaEdge>> edges_;
 };
+
+// Rules small enough to copy into their callers' automata: not the root, no rule
+// references except to other inlined rules (so never recursive), and at most
+// kMaxInlineExprs expressions once their own inlined callees are counted. Inlining
+// terminal-like rules (strings, numbers, whitespace) keeps Earley sets small and lets
+// the mask cache see longer stretches of text inside one rule.
+std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
+  constexpr int64_t kMaxInlineExprs = 64;
+  size_t num_rules = g.rules.size();
+  std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
+  std::vector<uint8_t> inlined(num_rules, 0);
+  // Expanded size of an expression, or -1 if it references a rule not (yet) inlinable.
+  auto expr_size = [&](int32_t root) -> int64_t {
+    int64_t total = 0;
+    std::vector<int32_t> stack = {root};
+    while (!stack.empty()) {
+      const Expr& e = g.exprs[stack.back()];
+      stack.pop_back();
+      ++total;
+      if (e.kind == ExprKind::kRuleRef) {
+        if (!inlined[e.rule]) return -1;
+        total += size[e.rule];
+      } else if (e.kind == ExprKind::kRepeat) {
+        int64_t copies = std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max);
+        int64_t child = 0;
+        std::vector<int32_t> sub = {e.children[0]};
+        // Repeats multiply their body; count the child once per copy.
+        while (!sub.empty()) {
+          const Expr& c = g.exprs[sub.back()];
+          sub.pop_back();
+          ++child;
+          if (c.kind == ExprKind::kRuleRef) {
+            if (!inlined[c.rule]) return -1;
+            child += size[c.rule];
+          }
+          for (int32_t k : c.children) sub.push_back(k);
+        }
+        total += copies * child;
+        if (total > kMaxInlineExprs) return total;
+        continue;
+      }
+      for (int32_t c : e.children) stack.push_back(c);
+      if (total > kMaxInlineExprs) return total;
+    }
+    return total;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < num_rules; ++r) {
+      if (inlined[r] || static_cast<int32_t>(r) == g.root) continue;
+      int64_t s = expr_size(g.rules[r].body);
+      if (s >= 0 && s <= kMaxInlineExprs) {
+        inlined[r] = 1, size[r] = s, changed = true;
+      }
+    }
+  }
+  return inlined;
+}
 
 struct RuleDfa {
   std::vector<uint8_t> final;
@@ -243,8 +304,9 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   int32_t num_rules = static_cast<int32_t>(g.rules.size());
   int64_t budget = GrammarLimits::kMaxNfaNodes;
   std::vector<RuleDfa> dfas;
+  std::vector<uint8_t> inlined = InlinableRules(g);
   for (int32_t r = 0; r < num_rules; ++r) {
-    NfaBuilder nb(g, &budget);
+    NfaBuilder nb(g, inlined, &budget);
     int32_t start = nb.NewNode();
     int32_t end = nb.Build(g.rules[r].body, start);
     auto nfa = nb.TakeEdges();
