@@ -127,6 +127,19 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
 
 bool EarleyParser::Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
   if (!prev.CanScan(byte)) return false;
+  if (prev.items.size() == 1) {
+    // Fast path (e.g. inside a string): one item moving to a node that neither
+    // calls a rule nor ends one needs no closure.
+    const EarleyItem& it = prev.items[0];
+    int32_t t = fsm_.ByteTarget(it.node, byte);
+    if (t < 0) return false;
+    if (!fsm_.node_final[t] && fsm_.rule_edge_begin[t] == fsm_.edge_begin[t + 1]) {
+      out->items.assign(1, EarleyItem{t, it.origin});
+      out->next_bytes = fsm_.first_bytes[t];
+      out->accepting = false;
+      return true;
+    }
+  }
   BeginSet();
   out->accepting = false;
   for (const EarleyItem& it : prev.items) {
