@@ -26,6 +26,15 @@ import pytest
 
 import xgr2
 
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "integration: runs a real model end to end (tests/test_demo.py); part of the default run, "
+        "deselect with -m 'not integration'",
+    )
+
+
 # Extra logits columns past the byte-fallback tokenizer's real tokens (padding ids).
 BYTE_FALLBACK_PADDING = 37
 

@@ -8,9 +8,11 @@ tokens among the allowed ones and the states advance.
 
 from __future__ import annotations
 
+import codecs
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -57,12 +59,12 @@ class GenerationStats:
 
 def cache_length(prompt_tokens: int, max_tokens: int, multiple: int = 64) -> int:
     """KV cache size for a run, rounded up so that nearby prompt lengths share one compilation."""
-    return -(-(prompt_tokens + max_tokens) // multiple) * multiple
+    return -(-(prompt_tokens + max(max_tokens, 1)) // multiple) * multiple
 
 
 def generate(
     model: Llama,
-    tokenizer,
+    tokenizer: Any,
     compiled_grammar: xgr2.CompiledGrammar,
     prompt: str,
     *,
@@ -72,6 +74,7 @@ def generate(
     batch: int = 1,
     constrained: bool = True,
     on_text: Callable[[str], None] | None = None,
+    max_len: int | None = None,
 ) -> tuple[list[str], GenerationStats]:
     """Samples ``batch`` completions of ``prompt``.
 
@@ -88,30 +91,37 @@ def generate(
       batch: rows sampled side by side from the same prompt.
       constrained: ``False`` samples freely (all-ones bitmask) for comparison.
       on_text: called with each new piece of row 0's text as it is generated.
+      max_len: KV cache positions (default :func:`cache_length`); runs with equal batch
+        and ``max_len`` share one compiled decode step.
 
     Returns:
       the text of each row (stop token excluded) and the run's :class:`GenerationStats`.
     """
     info = compiled_grammar.tokenizer_info
     vocab_bytes, stops = info.decoded_vocab, set(info.stop_token_ids)
+    pad = min(stops) if stops else 0
     if model.cfg.vocab_size != info.vocab_size:
         raise ValueError(f"model logits width {model.cfg.vocab_size} != tokenizer info vocab_size {info.vocab_size}")
     prompt_ids = tokenizer.encode(prompt).ids
     stats = GenerationStats(constrained=constrained, batch=batch, prompt_tokens=len(prompt_ids))
-    max_len = cache_length(len(prompt_ids), max_tokens)
+    if max_len is None:
+        max_len = cache_length(len(prompt_ids), max_tokens)
+    if max_len < len(prompt_ids) + max_tokens:
+        raise ValueError(f"max_len {max_len} < prompt ({len(prompt_ids)} tokens) + max_tokens ({max_tokens})")
 
     t0 = time.perf_counter()
     logits, cache = model.prefill(np.tile(np.asarray(prompt_ids, np.int32), (batch, 1)), max_len)
     logits.block_until_ready()
     stats.prefill_s = time.perf_counter() - t0
 
-    # Warm-up, outside the timed loop: compile the decode step and the sampler for these
-    # shapes (a no-op after the first call). The decode step writes position len(prompt),
-    # which the first real step overwrites.
+    # Warm-up, outside the timed loop: compile (on first use) and run the sampler and the
+    # decode step once. The decode step writes position len(prompt), which the first real
+    # step overwrites before attending to it.
     bitmask = xgr2.allocate_token_bitmask(batch, info.vocab_size)  # all ones: nothing masked
     key = jax.random.key(seed)
-    xgr2.jax.sample(key, logits, bitmask, temperature=temperature).block_until_ready()
-    _, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
+    xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature).block_until_ready()
+    warm, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
+    warm.block_until_ready()
 
     states = [compiled_grammar.initial_state() for _ in range(batch)] if constrained else None
     active = [True] * batch
@@ -131,7 +141,7 @@ def generate(
                                             temperature=temperature))  # waits for the device
         for row in range(batch):
             if not active[row]:
-                tokens[row] = next(iter(stops))  # keep feeding a valid id; its output is ignored
+                tokens[row] = pad  # keep feeding a valid id; its output is ignored
                 continue
             token = int(tokens[row])
             stats.tokens += 1
@@ -164,8 +174,6 @@ class _Utf8Stream:
     """Feeds token bytes through an incremental UTF-8 decoder to a text callback."""
 
     def __init__(self, vocab_bytes: list[bytes], on_text: Callable[[str], None] | None):
-        import codecs
-
         self._vocab, self._on_text = vocab_bytes, on_text
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._sent = 0

@@ -13,9 +13,10 @@ import importlib.util
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -93,7 +94,10 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
     progress(f"reading {path.name} (first run: dequantizing, then caching)")
     checkpoint = read_gguf(path, progress)
     progress(f"caching dequantized weights in {entry}")
-    _save(entry, checkpoint)
+    try:
+        _save(entry, checkpoint)
+    except OSError as e:  # a read-only home, a full disk: run without the cache
+        progress(f"could not cache the weights ({e})")
     return checkpoint
 
 
@@ -120,8 +124,12 @@ def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda 
         weights[t.name] = w
 
     progress("rebuilding the tokenizer")
-    field = lambda name: reader.fields[name].contents()  # noqa: E731
-    tokens, types, merges = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type"), field("tokenizer.ggml.merges")
+
+    def field(name: str) -> Any:
+        return reader.fields[name].contents()
+
+    tokens, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type")
+    merges = field("tokenizer.ggml.merges")
     tokenizer = build_bpe_tokenizer(tokens, types, merges)
     stops = [field("tokenizer.ggml.eos_token_id")]
     stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>") if t in tokens]
@@ -156,7 +164,7 @@ def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[
     ])
     tk.decoder = decoders.ByteLevel()
     added = [AddedToken(t, special=(kind == 3), normalized=False)
-             for t, kind in zip(tokens, token_types) if kind in (3, 4)]
+             for t, kind in zip(tokens, token_types, strict=True) if kind in (3, 4)]
     tk.add_tokens(added)  # already in the vocabulary: keeps their ids
     return tk
 

@@ -1,12 +1,29 @@
 """A Llama-architecture decoder in JAX (SmolLM2), with a fixed-size KV cache.
 
 Parameters are a plain pytree of float32 arrays (float32 is much faster than bfloat16 on
-XLA CPU). :meth:`Llama.decode_step` is jitted once per (batch, cache length): the cache
-has a fixed size and the position is a traced scalar, so decoding never retraces.
+XLA CPU). :func:`decode_step` is compiled once per (batch, cache length): the cache has
+a fixed size and the position is a traced scalar, so decoding never retraces.
+
+For SmolLM2: ``cfg = LlamaConfig.from_hparams(ckpt.hparams)`` and
+``Llama(cfg, params_from_gguf(ckpt.weights, cfg))`` with ``ckpt = gguf_loader.load()``.
+A tiny random model:
+
+>>> import jax, numpy as np
+>>> cfg = LlamaConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=24,
+...                   rope_base=10000.0, norm_eps=1e-5)
+>>> model = Llama(cfg, init_params(cfg, jax.random.key(0)))
+>>> logits, cache = model.prefill(np.array([[1, 2, 3]]), max_len=8)    # 3 prompt tokens
+>>> logits.shape, cache.k.shape     # [B, V]; [layers, B, max_len, kv heads, head_dim]
+((1, 32), (2, 1, 8, 2, 4))
+>>> logits, cache = model.decode_step(np.array([7]), 3, cache)         # token 7 at position 3
+>>> logits.shape
+(1, 32)
 """
 
 from __future__ import annotations
 
+import collections
+import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -35,7 +52,7 @@ class LlamaConfig:
         return self.d_model // self.n_heads
 
     @staticmethod
-    def from_hparams(h: dict[str, Any]) -> "LlamaConfig":
+    def from_hparams(h: dict[str, Any]) -> LlamaConfig:
         """From GGUF ``llama.*`` metadata (prefix dropped, see ``gguf_loader.Checkpoint``)."""
         return LlamaConfig(
             vocab_size=int(h["vocab_size"]), d_model=int(h["embedding_length"]), n_layers=int(h["block_count"]),
@@ -54,7 +71,9 @@ class KVCache(NamedTuple):
 
 def params_from_gguf(weights: dict[str, np.ndarray], cfg: LlamaConfig) -> Params:
     """The parameter pytree from GGUF tensors ((out, in) matrices; stored here as (in, out))."""
-    mat = lambda name: jnp.asarray(np.ascontiguousarray(weights[name].T))  # noqa: E731
+    def mat(name: str) -> jax.Array:
+        return jnp.asarray(np.ascontiguousarray(weights[name].T))
+
     layers = []
     for i in range(cfg.n_layers):
         p = f"blk.{i}."
@@ -72,7 +91,22 @@ def params_from_gguf(weights: dict[str, np.ndarray], cfg: LlamaConfig) -> Params
             "head": embed if head is None else jnp.asarray(head)}
 
 
+def init_params(cfg: LlamaConfig, key: jax.Array, scale: float = 0.1) -> Params:
+    """Random parameters (normal, times ``scale``; embedding unscaled), for tests and examples."""
+    d, hd = cfg.d_model, cfg.head_dim
+    shapes = {"wq": (d, cfg.n_heads * hd), "wk": (d, cfg.n_kv_heads * hd), "wv": (d, cfg.n_kv_heads * hd),
+              "wo": (cfg.n_heads * hd, d), "w_gate": (d, cfg.ffn_dim), "w_up": (d, cfg.ffn_dim),
+              "w_down": (cfg.ffn_dim, d)}
+    keys = iter(jax.random.split(key, cfg.n_layers * len(shapes) + 1))
+    layers = [{"attn_norm": jnp.ones(d), "ffn_norm": jnp.ones(d),
+               **{name: scale * jax.random.normal(next(keys), shape) for name, shape in shapes.items()}}
+              for _ in range(cfg.n_layers)]
+    embed = jax.random.normal(next(keys), (cfg.vocab_size, d))
+    return {"embed": embed, "head": embed, "norm": jnp.ones(d), "layers": layers}
+
+
 def _rmsnorm(x: jax.Array, w: jax.Array, eps: float) -> jax.Array:
+    w = w.reshape((1,) * (x.ndim - 1) + w.shape)  # explicit ranks: works under rank_promotion="raise"
     return x * jax.lax.rsqrt(jnp.mean(x * x, axis=-1, keepdims=True) + eps) * w
 
 
@@ -80,8 +114,8 @@ def _rope(x: jax.Array, positions: jax.Array, base: float) -> jax.Array:
     """Rotate-half rotary embedding of ``x`` [B, S, heads, head_dim] at ``positions`` [S]."""
     half = x.shape[-1] // 2
     inv_freq = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
-    angles = positions.astype(jnp.float32)[:, None] * inv_freq  # [S, half]
-    cos, sin = jnp.cos(angles)[:, None], jnp.sin(angles)[:, None]
+    angles = positions.astype(jnp.float32)[:, None] * inv_freq[None, :]  # [S, half]
+    cos, sin = jnp.cos(angles)[None, :, None], jnp.sin(angles)[None, :, None]  # [1, S, 1, half]
     x1, x2 = x[..., :half], x[..., half:]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -92,7 +126,7 @@ def _attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax
     kv = k.shape[2]
     q = q.reshape(b, s, kv, h // kv, dh)
     scores = jnp.einsum("bskgd,btkd->bkgst", q, k) / jnp.sqrt(jnp.float32(dh))
-    scores = jnp.where(mask, scores, -jnp.inf)
+    scores = jnp.where(mask[None, None, None], scores, -jnp.inf)
     out = jnp.einsum("bkgst,btkd->bskgd", jax.nn.softmax(scores, axis=-1), v)
     return out.reshape(b, s, h * dh)
 
@@ -131,62 +165,73 @@ def _logits(params: Params, x: jax.Array) -> jax.Array:
     return jnp.einsum("...d,vd->...v", x, params["head"])
 
 
-class Llama:
-    """A Llama model: config, parameters and its jitted entry points.
+# How many times each jitted entry point was traced (a Python side effect that runs only
+# while tracing): tests use it to check that decoding never retraces.
+TRACES: collections.Counter[str] = collections.Counter()
 
-    >>> # model = Llama(LlamaConfig.from_hparams(ckpt.hparams), params_from_gguf(ckpt.weights, cfg))
-    >>> # logits, cache = model.prefill(prompt_ids[None], max_len=256)
-    >>> # logits, cache = model.decode_step(next_ids, np.int32(len(prompt_ids)), cache)
+
+@functools.partial(jax.jit, static_argnames="cfg")
+def forward(params: Params, tokens: jax.Array, *, cfg: LlamaConfig) -> jax.Array:
+    """Logits [B, S, V] of every position of ``tokens`` [B, S]: a full causal pass, no cache."""
+    TRACES["forward"] += 1
+    x, _ = _transformer(params, tokens, jnp.int32(0), None, cfg)
+    return _logits(params, x)
+
+
+@functools.partial(jax.jit, static_argnames=("cfg", "max_len"))
+def prefill(params: Params, tokens: jax.Array, *, cfg: LlamaConfig, max_len: int) -> tuple[jax.Array, KVCache]:
+    """Runs the prompt ``tokens`` [B, S] into a new cache of ``max_len`` positions.
+
+    Returns:
+      the logits [B, V] of the last prompt position and the cache.
+    """
+    TRACES["prefill"] += 1
+    x, cache = _transformer(params, tokens, jnp.int32(0), new_cache(cfg, tokens.shape[0], max_len), cfg)
+    return _logits(params, x[:, -1]), cache
+
+
+@functools.partial(jax.jit, static_argnames="cfg", donate_argnames="cache")
+def decode_step(params: Params, tokens: jax.Array, pos: jax.Array, cache: KVCache, *,
+                cfg: LlamaConfig) -> tuple[jax.Array, KVCache]:
+    """One token per row: ``tokens`` int32 [B] at position ``pos`` (int32 scalar).
+
+    Compiled once per (batch, cache size): the position is traced. The cache is donated
+    (updated in place): use the returned one. Like any JAX call it returns at once; the
+    logits [B, V] are computed in the background.
+    """
+    TRACES["decode_step"] += 1
+    x, cache = _transformer(params, tokens[:, None], pos, cache, cfg)
+    return _logits(params, x[:, 0]), cache
+
+
+def new_cache(cfg: LlamaConfig, batch: int, max_len: int) -> KVCache:
+    """A zeroed cache for ``batch`` rows of ``max_len`` positions."""
+    shape = (cfg.n_layers, batch, max_len, cfg.n_kv_heads, cfg.head_dim)
+    return KVCache(jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32))
+
+
+class Llama:
+    """A model: its config and parameters, with the entry points above bound to them.
+
+    Models with equal configs share compiled code.
     """
 
     def __init__(self, cfg: LlamaConfig, params: Params):
         self.cfg = cfg
         self.params = params
-        self.decode_traces = 0  # how many times decode_step was traced (compiled)
-        self._forward = jax.jit(self._forward_impl)
-        self._prefill = jax.jit(self._prefill_impl, static_argnames="max_len")
-        self._decode = jax.jit(self._decode_impl, donate_argnames="cache")
 
-    def forward(self, tokens: jax.Array) -> jax.Array:
-        """Logits [B, S, V] of every position of ``tokens`` [B, S]: a full causal pass, no cache."""
-        return self._forward(self.params, jnp.asarray(tokens, jnp.int32))
+    def forward(self, tokens: np.ndarray | jax.Array) -> jax.Array:
+        """See :func:`forward`."""
+        return forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
 
-    def prefill(self, tokens: jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
-        """Runs the prompt ``tokens`` [B, S] into a new cache of ``max_len`` positions.
-
-        Returns:
-          the logits [B, V] of the last prompt position and the cache.
-        """
+    def prefill(self, tokens: np.ndarray | jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
+        """See :func:`prefill`."""
         if tokens.shape[1] > max_len:
-            raise ValueError(f"prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
-        return self._prefill(self.params, jnp.asarray(tokens, jnp.int32), max_len=max_len)
+            raise ValueError(f"a prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
+        return prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg, max_len=max_len)
 
-    def decode_step(self, tokens: jax.Array, pos: jax.Array, cache: KVCache) -> tuple[jax.Array, KVCache]:
-        """One token per row: ``tokens`` int32 [B] at position ``pos`` (int32 scalar).
-
-        The cache is donated (updated in place): use the returned one. Asynchronous like
-        any JAX call: it returns at once and the logits [B, V] are computed in the background.
-        """
-        return self._decode(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache)
-
-    def new_cache(self, batch: int, max_len: int) -> KVCache:
-        """A zeroed cache for ``batch`` rows of ``max_len`` positions."""
-        c = self.cfg
-        shape = (c.n_layers, batch, max_len, c.n_kv_heads, c.head_dim)
-        return KVCache(jnp.zeros(shape, jnp.float32), jnp.zeros(shape, jnp.float32))
-
-    def _forward_impl(self, params: Params, tokens: jax.Array) -> jax.Array:
-        x, _ = _transformer(params, tokens, jnp.int32(0), None, self.cfg)
-        return _logits(params, x)
-
-    def _prefill_impl(self, params: Params, tokens: jax.Array, *, max_len: int) -> tuple[jax.Array, KVCache]:
-        cache = self.new_cache(tokens.shape[0], max_len)
-        x, cache = _transformer(params, tokens, jnp.int32(0), cache, self.cfg)
-        return _logits(params, x[:, -1]), cache
-
-    def _decode_impl(self, params: Params, tokens: jax.Array, pos: jax.Array,
-                     cache: KVCache) -> tuple[jax.Array, KVCache]:
-        self.decode_traces += 1  # Python side effect: runs only while tracing
-        x, cache = _transformer(params, tokens[:, None], pos, cache, self.cfg)
-        return _logits(params, x[:, 0]), cache
-
+    def decode_step(self, tokens: np.ndarray | jax.Array, pos: int | jax.Array,
+                    cache: KVCache) -> tuple[jax.Array, KVCache]:
+        """See :func:`decode_step`."""
+        return decode_step(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache,
+                           cfg=self.cfg)

@@ -8,7 +8,11 @@ Supported:
     ``additionalProperties`` is satisfied too);
   - arrays: ``items`` (one schema; no items: any JSON value), ``minItems``, ``maxItems``;
   - strings: ``minLength``, ``maxLength`` (in characters: escapes count as one);
-  - ``enum`` and ``const`` of any JSON values (emitted compactly, as ``json.dumps`` writes them).
+  - ``enum`` and ``const`` of any JSON values.
+
+Property names, ``enum`` and ``const`` values are written one way: as
+``json.dumps(value, ensure_ascii=False)`` writes them (non-ASCII characters raw, objects
+and arrays with ``", "`` and ``": "``).
 
 Limits: the language is a subset of the schema's instances (property order fixed,
 optional properties always present, numbers without bounds checks since ``minimum`` and
@@ -117,11 +121,11 @@ class _Converter:
         if unknown:
             raise ValueError(f"{path}: unsupported JSON Schema keywords {unknown} (see xgr2.demo.schema_to_ebnf)")
         if "const" in schema:
-            return literal(json.dumps(schema["const"]))
+            return literal(_json(schema["const"]))
         if "enum" in schema:
             if not schema["enum"]:
                 raise ValueError(f"{path}: empty enum")
-            return "(" + " | ".join(literal(json.dumps(v)) for v in schema["enum"]) + ")"
+            return "(" + " | ".join(literal(_json(v)) for v in schema["enum"]) + ")"
         kind = schema.get("type")
         if kind == "object":
             return self.object(schema, path)
@@ -141,7 +145,7 @@ class _Converter:
 
     def object(self, schema: dict[str, Any], path: str) -> str:
         ws = self.use("ws")
-        members = [f'{literal(json.dumps(name))} {ws} ":" {ws} {self.expr(sub, f"{path}_{name}")}'
+        members = [f'{literal(_json(name))} {ws} ":" {ws} {self.expr(sub, f"{path}_{name}")}'
                    for name, sub in (schema.get("properties") or {}).items()]
         inner = f' {ws} "," {ws} '.join(members)
         body = f'"{{" {ws} {inner} {ws} "}}"' if members else f'"{{" {ws} "}}"'
@@ -160,6 +164,10 @@ class _Converter:
             items = f'{item} ({ws} "," {ws} {item}){more}'
             body = f'"[" {ws} {items} {ws} "]"' if lo > 0 else f'"[" {ws} ({items})? {ws} "]"'
         return body if path == "root" else self.rule(path, body)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _all_deps(name: str) -> list[str]:

