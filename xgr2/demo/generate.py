@@ -75,6 +75,7 @@ def generate(
     constrained: bool = True,
     on_text: Callable[[str], None] | None = None,
     max_len: int | None = None,
+    precompute: bool = True,
 ) -> tuple[list[str], GenerationStats]:
     """Samples ``batch`` completions of ``prompt``.
 
@@ -93,6 +94,9 @@ def generate(
       on_text: called with each new piece of row 0's text as it is generated.
       max_len: KV cache positions (default :func:`cache_length`); runs with equal batch
         and ``max_len`` share one compiled decode step.
+      precompute: when constrained, start computing the grammar's node masks on a
+        background thread before the prefill, so that they are ready (or on their way)
+        when decoding starts; a mask not ready yet is computed on demand.
 
     Returns:
       the text of each row (stop token excluded) and the run's :class:`GenerationStats`.
@@ -109,6 +113,8 @@ def generate(
     if max_len < len(prompt_ids) + max_tokens:
         raise ValueError(f"max_len {max_len} < prompt ({len(prompt_ids)} tokens) + max_tokens ({max_tokens})")
 
+    if constrained and precompute:
+        compiled_grammar.precompute_masks(background=True)  # overlaps the prefill below
     t0 = time.perf_counter()
     logits, cache = model.prefill(np.tile(np.asarray(prompt_ids, np.int32), (batch, 1)), max_len)
     logits.block_until_ready()
