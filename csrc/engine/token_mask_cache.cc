@@ -84,11 +84,7 @@ NodeMask ComputeNodeMask(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
   size_t depth = 0;
   for (size_t k = 0; k < n;) {
     const std::string& s = tok.decoded(sorted[k]);
-    if (prev) {
-      size_t lcp = 0, limit = std::min(depth, s.size());
-      while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
-      depth = lcp;
-    }
+    depth = SharedDepth(prev, s, depth);
     prev = &s;
     bool alive = true;
     while (depth < s.size()) {

@@ -32,11 +32,7 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   size_t depth = 0;
   for (size_t k = 0; k < count;) {
     const std::string& s = tok.decoded(id_at(k));
-    if (prev) {
-      size_t lcp = 0, limit = std::min(depth, s.size());
-      while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
-      depth = lcp;
-    }
+    depth = SharedDepth(prev, s, depth);
     prev = &s;
     bool ok = true;
     while (depth < s.size()) {
