@@ -1,7 +1,7 @@
 // The adaptive token-mask cache (XGrammar §3.1-3.2, XGrammar-2 §3.4-3.5).
 //
-// For an automaton node n of rule r (with the closure of its item), each token is classified by parsing its
-// bytes from the item (n, parent unknown):
+// For an automaton node n of rule r, each token is classified by parsing its bytes
+// from the item (n, parent unknown) and its closure:
 //   accepted  - the bytes parse inside r (and its callees) whatever r's parents are;
 //   rejected  - they fail before r could end;
 //   uncertain - r could end inside them and the rest may follow r in some context, so it

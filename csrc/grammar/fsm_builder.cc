@@ -1,5 +1,6 @@
 // IR -> Thompson NFA per rule -> subset construction -> pruning.
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "grammar/fsm.h"
@@ -143,38 +144,21 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   size_t num_rules = g.rules.size();
   std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
   std::vector<uint8_t> inlined(num_rules, 0);
-  // Expanded size of an expression, or -1 if it references a rule not (yet) inlinable.
-  auto expr_size = [&](int32_t root) -> int64_t {
-    int64_t total = 0;
-    std::vector<int32_t> stack = {root};
-    while (!stack.empty()) {
-      const Expr& e = g.exprs[stack.back()];
-      stack.pop_back();
-      ++total;
-      if (e.kind == ExprKind::kRuleRef) {
-        if (!inlined[e.rule]) return -1;
-        total += size[e.rule];
-      } else if (e.kind == ExprKind::kRepeat) {
-        int64_t copies = std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max);
-        int64_t child = 0;
-        std::vector<int32_t> sub = {e.children[0]};
-        // Repeats multiply their body; count the child once per copy.
-        while (!sub.empty()) {
-          const Expr& c = g.exprs[sub.back()];
-          sub.pop_back();
-          ++child;
-          if (c.kind == ExprKind::kRuleRef) {
-            if (!inlined[c.rule]) return -1;
-            child += size[c.rule];
-          }
-          for (int32_t k : c.children) sub.push_back(k);
-        }
-        total += copies * child;
-        if (total > kMaxInlineExprs) return total;
-        continue;
-      }
-      for (int32_t c : e.children) stack.push_back(c);
-      if (total > kMaxInlineExprs) return total;
+  // Expanded size of an expression (a repeat counts its body once per copy), capped
+  // just past the limit; -1 if it references a rule not (yet) inlinable. Recursion is
+  // bounded by the parser's nesting limit.
+  std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
+    const Expr& e = g.exprs[id];
+    int64_t total = 1;
+    if (e.kind == ExprKind::kRuleRef) {
+      if (!inlined[e.rule]) return -1;
+      total += size[e.rule];
+    }
+    int64_t copies = e.kind == ExprKind::kRepeat ? std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max) : 1;
+    for (int32_t c : e.children) {
+      int64_t child = expr_size(c);
+      if (child < 0) return -1;
+      total = std::min(total + copies * child, kMaxInlineExprs + 1);
     }
     return total;
   };
