@@ -3,7 +3,8 @@ single-byte vocabulary, shared by the grammar, mask and state tests.
 
 Tests import the installed package. ``python -m pytest`` puts the current directory on
 ``sys.path``; from the repository root that would shadow the installed ``xgr2`` with the
-source tree (which has no compiled ``_core``), so the root is dropped from the path here,
+source tree (which has no compiled ``_core``), so the root is dropped from the path here
+(unless a compiled core was linked into the tree for development),
 before any test module imports ``xgr2``; the tests folder is put on it instead, for the
 shared ``grammars`` module.
 """
@@ -14,7 +15,11 @@ import sys
 
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 _REPO_ROOT = os.path.dirname(_TESTS_DIR)
-sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
+import glob
+
+# A source tree with a compiled core beside it (a developer's symlink to a build) may stay.
+if not glob.glob(os.path.join(_REPO_ROOT, "xgr2", "_core*.so")):
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _REPO_ROOT]
 if _TESTS_DIR not in sys.path:  # shared helpers: `from grammars import ...`
     sys.path.insert(0, _TESTS_DIR)
 if "xgr2" in sys.modules and not hasattr(sys.modules["xgr2"], "_core"):  # pragma: no cover

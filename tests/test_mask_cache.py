@@ -91,3 +91,65 @@ def test_background_precompute_while_states_are_used(llama3_tokenizer_info):
     thread.join()
     assert compiled.num_cached_node_masks == reference.num_cached_node_masks
     compiled.precompute_masks()  # nothing left to do
+
+
+# Grammars sharing sub-structures (a string body, a number, a list) in different
+# contexts, and near-misses that must not share: compiled one after another against one
+# vocabulary, later ones reuse the node masks of earlier ones (cross-grammar cache).
+SHARING_GRAMMARS = [
+    'root ::= "{" "\\"a\\":" str "}"\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= "[" str ("," str)* "]"\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= s2 " and " s2 "."\ns2 ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= "{" "\\"a\\":" str "}"\nstr ::= "\\"" [^"\\\\x]* "\\""',  # one byte less
+    'root ::= "{" "\\"a\\":" str "}"\nstr ::= "\\"" [^"\\\\]* "\'"',  # another end
+    'root ::= "(" (num ",")* num ")"\nnum ::= "-"? [0-9]+ ("." [0-9]+)?',
+    'root ::= "[" num ("," num)* "]" | str\nnum ::= "-"? [0-9]+ ("." [0-9]+)?\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= "<" [^<>]* ">" root | ""',
+    'root ::= "<" [^<>]* ">" "!" root | ""',
+    'root ::= "{" [a-z]+ "}"',
+    'root ::= "{" [a-y]+ "}"',  # same edges but one range end
+    'root ::= "{" ([a-y] | "z")+ "}"',  # the same language, another automaton
+]
+
+
+def fresh_copy(tokenizer_info):
+    """The same vocabulary with an empty cross-grammar cache."""
+    import pickle
+
+    return pickle.loads(pickle.dumps(tokenizer_info))
+
+
+@pytest.mark.parametrize("limit", [None, 20_000])
+def test_cross_grammar_cache_hits_keep_masks_exact(limit, byte_fallback_tokenizer_info):
+    tok = fresh_copy(byte_fallback_tokenizer_info)
+    if limit is not None:  # a tiny cache that keeps starting over
+        tok.set_cross_grammar_cache_limit(limit)
+    assert tok.cross_grammar_cache_info().entries == 0
+    for text in SHARING_GRAMMARS + SHARING_GRAMMARS[::-1]:
+        compare_walks(tok, text, seeds=range(3), steps=20)
+        info = tok.cross_grammar_cache_info()
+        assert info.bytes <= info.limit_bytes
+    info = tok.cross_grammar_cache_info()
+    assert info.hits > 0 and info.misses > 0
+    if limit is None:
+        assert info.entries > 0
+
+
+def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):
+    tok = fresh_copy(llama3_tokenizer_info)
+    body = 'str ::= "\\"" [^"\\\\]* "\\""'
+    first = xgr2.compile(f'root ::= "{{\\"k\\":" str "}}"\n{body}', tok)
+    first.initial_state().advance_text('{"k":"ab').bitmask()
+    before = tok.cross_grammar_cache_info()
+    # Another grammar, another context: the string body's masks come from the cache.
+    second = xgr2.compile(f'root ::= "[" str "]"\n{body}', tok)
+    state = second.initial_state().advance_text('["ab')
+    assert np.array_equal(state.bitmask(), xgr2.compile(f'root ::= "[" str "]"\n{body}', tok,
+                                                        mask_cache=False).initial_state().advance_text('["ab').bitmask())
+    after = tok.cross_grammar_cache_info()
+    assert after.hits > before.hits
+    tok.clear_cross_grammar_cache()
+    assert tok.cross_grammar_cache_info().entries == 0
+    assert state.bitmask().any()  # compiled grammars keep the masks they use
+    with pytest.raises(ValueError):
+        tok.set_cross_grammar_cache_limit(-1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from . import _core
 from ._errors import TokenizerError
@@ -31,6 +31,16 @@ def _ids(values: Iterable[int] | None, what: str) -> list[int]:
             raise TokenizerError(f"{what}: token id {v} is outside the int32 range")
         out.append(int(v))
     return out
+
+
+class CrossGrammarCacheInfo(NamedTuple):
+    """See :meth:`TokenizerInfo.cross_grammar_cache_info`."""
+
+    hits: int
+    misses: int
+    entries: int
+    bytes: int
+    limit_bytes: int
 
 
 class TokenizerInfo:
@@ -119,6 +129,30 @@ class TokenizerInfo:
         if self._decoded is None:
             self._decoded = self._core.decoded_vocab()
         return self._decoded
+
+    def cross_grammar_cache_info(self) -> CrossGrammarCacheInfo:
+        """Statistics of the node masks shared across grammars compiled for this vocabulary.
+
+        A node's accepted tokens depend only on the automaton structure reachable from it,
+        so grammars that share a structure (a JSON string, a number, a schema reused in
+        another tool list) share the work of classifying the vocabulary there. The cache
+        belongs to this ``TokenizerInfo`` object and lives as long as it does.
+
+        >>> tok = TokenizerInfo([b"a", b"b"])
+        >>> tok.cross_grammar_cache_info().entries
+        0
+        """
+        return CrossGrammarCacheInfo(*self._core.mask_pool_stats())
+
+    def clear_cross_grammar_cache(self) -> None:
+        """Forgets the shared node masks (compiled grammars keep those they use)."""
+        self._core.clear_mask_pool()
+
+    def set_cross_grammar_cache_limit(self, limit_bytes: int) -> None:
+        """Bounds the shared node masks' memory (default 256 MiB); over it the cache starts over."""
+        if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
+            raise ValueError(f"limit_bytes must be a non-negative int, got {limit_bytes!r}")
+        self._core.set_mask_pool_limit(limit_bytes)
 
     def __reduce__(self):
         encoded, vocab_size, stops, specials, vocab_type = self._args

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "engine/node_mask_pool.h"
 #include "grammar/fsm.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -214,6 +215,12 @@ NB_MODULE(_core, m) {
       .def_prop_ro("vocab_type", [](const TokenizerInfo& t) { return static_cast<int>(t.vocab_type()); })
       .def_prop_ro("stop_ids", &TokenizerInfo::stop_ids)
       .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
+      .def("mask_pool_stats", [](const TokenizerInfo& t) {
+        NodeMaskPool::Stats s = t.mask_pool().GetStats();
+        return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes);
+      })
+      .def("clear_mask_pool", [](const TokenizerInfo& t) { t.mask_pool().Clear(); })
+      .def("set_mask_pool_limit", [](const TokenizerInfo& t, int64_t limit) { t.mask_pool().SetLimitBytes(limit); })
       .def("decoded_vocab", [](const TokenizerInfo& t) {
         nb::list out;
         for (int32_t i = 0; i < t.tokenizer_size(); ++i) {

@@ -128,15 +128,23 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
 bool EarleyParser::Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
   if (!prev.CanScan(byte)) return false;
   if (prev.items.size() == 1) {
-    // Fast path (e.g. inside a string): one item moving to a node that neither
-    // calls a rule nor ends one needs no closure.
+    // Fast path (inside a string, a number, a literal): one item moving to a node that
+    // calls no rule needs no closure, unless it ends its rule where callers wait.
     const EarleyItem& it = prev.items[0];
     int32_t t = fsm_.ByteTarget(it.node, byte);
     if (t < 0) return false;
-    if (!fsm_.node_final[t] && fsm_.rule_edge_begin[t] == fsm_.edge_begin[t + 1]) {
-      out->items.assign(1, EarleyItem{t, it.origin});
-      out->next_bytes = fsm_.first_bytes[t];
-      out->accepting = false;
+    bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
+    bool ends = fsm_.node_final[t];
+    if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {
+      out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->parent == nullptr;
+      if (ends && it.origin == watched_) *watch_hit_ = true;
+      if (fsm_.HasEdges(t)) {
+        out->items.assign(1, EarleyItem{t, it.origin});
+        out->next_bytes = fsm_.first_bytes[t];
+      } else {
+        out->items.clear();
+        out->next_bytes = ByteSet{};
+      }
       return true;
     }
   }

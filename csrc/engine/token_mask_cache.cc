@@ -7,29 +7,16 @@
 #include "engine/token_walk.h"
 #include "support/thread_pool.h"
 #include "grammar/fsm.h"
+#include "grammar/fsm_key.h"
 
 namespace xgr2 {
 
-void NodeMask::OrInto(uint32_t* words) const {
-  if (!accepted_words.empty()) {
-    for (size_t w = 0; w < accepted_words.size(); ++w) words[w] |= accepted_words[w];
-  } else {
-    for (int32_t id : accepted_ids) words[id >> 5] |= uint32_t{1} << (id & 31);
-  }
-}
-
-bool NodeMask::Accepts(int32_t id) const {
-  if (!accepted_words.empty()) return (accepted_words[id >> 5] >> (id & 31)) & 1;
-  return std::binary_search(accepted_ids.begin(), accepted_ids.end(), id);
-}
-
-size_t NodeMask::MemoryBytes() const {
-  return sizeof(NodeMask) + 4 * (accepted_ids.capacity() + accepted_words.capacity() + uncertain.capacity());
-}
-
 namespace {
 
-// Scratch sets for the classification walk, one per depth, reused on a thread.
+// Keys of nodes reaching more automaton nodes than this are not computed (no sharing).
+constexpr int32_t kMaxKeyNodes = 512;
+
+// Scratch sets for the classification walks, one per depth, reused on a thread.
 std::vector<EarleySet*>& ClassifySets(size_t count) {
   thread_local std::vector<std::unique_ptr<EarleySet>> owned;
   thread_local std::vector<EarleySet*> sets;
@@ -40,107 +27,150 @@ std::vector<EarleySet*>& ClassifySets(size_t count) {
   return sets;
 }
 
+// Two parses side by side over the bytes of a trie path, one state per depth:
+//  inner: the item (node, parent) where `parent` stands for the rule's unknown callers;
+//  outer: what may follow wherever the rule ended on the way, in any context
+//         (items with origin `generic`, see EarleyParser::SetGeneric).
+class ContextWalk {
+ public:
+  ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+              const std::vector<std::vector<int32_t>>& call_targets)
+      : parser_(fsm, ThreadScratch()), calls_(call_targets[fsm.node_rule[node]]) {
+    size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+    auto& sets = ClassifySets(3 * max_depth);
+    inner_sets_ = &sets[0];
+    outer_sets_ = &sets[max_depth];
+    merged_sets_ = &sets[2 * max_depth];
+    inner_.assign(max_depth, nullptr);
+    outer_.assign(max_depth, nullptr);
+    parent_.parent = &parent_;  // non-null: not the initial set
+    generic_.parent = &generic_;
+    parser_.Watch(&parent_, &ended_);
+    parser_.SetGeneric(&generic_, &call_targets);
+    ended_ = false;
+    parser_.Seed(node, &parent_, inner_sets_[0]);
+    inner_sets_[0]->parent = &parent_;
+    inner_[0] = inner_sets_[0];
+    outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
+  }
+
+  // Extends the path at depth d by `byte`; false when both parses die.
+  bool Step(size_t d, uint8_t byte) {
+    const EarleySet* in = nullptr;
+    const EarleySet* out = nullptr;
+    ended_ = false;
+    if (inner_[d]) {
+      EarleySet* next = inner_sets_[d + 1];
+      next->parent = inner_[d];
+      if (parser_.Advance(*inner_[d], byte, next)) in = next;
+    }
+    bool ended_here = ended_;
+    if (outer_[d]) {
+      EarleySet* next = outer_sets_[d + 1];
+      next->parent = outer_[d];
+      if (parser_.Advance(*outer_[d], byte, next)) out = next;
+    }
+    if (ended_here) out = JoinContext(out, d + 1);
+    if (!in && !out) return false;
+    inner_[d + 1] = in;
+    outer_[d + 1] = out;
+    return true;
+  }
+
+ private:
+  // The outer parse at depth d joined by a fresh context, where the rule just ended.
+  const EarleySet* JoinContext(const EarleySet* base, size_t d) {
+    if (calls_.empty()) return base;  // the root: nothing can follow it
+    EarleySet* out = merged_sets_[d];
+    out->parent = &generic_;
+    parser_.Extend(base, calls_, &generic_, out);
+    return out;
+  }
+
+  EarleyParser parser_;
+  const std::vector<int32_t>& calls_;
+  EarleySet parent_, generic_;
+  bool ended_ = false;
+  EarleySet* const* inner_sets_ = nullptr;
+  EarleySet* const* outer_sets_ = nullptr;
+  EarleySet* const* merged_sets_ = nullptr;
+  std::vector<const EarleySet*> inner_, outer_;
+};
+
 }  // namespace
 
-NodeMask ComputeNodeMask(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                         const std::vector<std::vector<int32_t>>& call_targets) {
-  const std::vector<int32_t>& calls = call_targets[fsm.node_rule[node]];
-  const std::vector<int32_t>& sorted = tok.sorted_ids();
-  size_t n = sorted.size();
-  size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
-  auto& sets = ClassifySets(3 * max_depth);
-  EarleySet* const* inner_sets = &sets[0];
-  EarleySet* const* outer_sets = &sets[max_depth];
-  EarleySet* const* merged_sets = &sets[2 * max_depth];
-  // Two parses run side by side over each token's bytes:
-  //  inner: the item (node, parent) where `parent` stands for the unknown callers;
-  //  outer: what may follow wherever the rule ended inside the token, in any context
-  //         (items with origin `generic`, see EarleyParser::SetGeneric).
-  // accepted = inner survives the token; uncertain = only outer does; rejected = neither.
-  EarleySet parent, generic;
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) {
+  EarleySet parent;
   parent.parent = &parent;  // non-null: not the initial set
-  generic.parent = &generic;
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
   parser.Watch(&parent, &ended);
-  parser.SetGeneric(&generic, &call_targets);
-  std::vector<const EarleySet*> inner(max_depth), outer(max_depth);
-  // The outer parse at depth d, joined by a fresh context when the rule ended there.
-  auto join_context = [&](const EarleySet* base, size_t d) -> const EarleySet* {
-    if (calls.empty()) return base;  // the root: nothing can follow it
-    EarleySet* out = merged_sets[d];
-    out->parent = &generic;
-    parser.Extend(base, calls, &generic, out);
-    return out;
-  };
-  parser.Seed(node, &parent, inner_sets[0]);
-  inner_sets[0]->parent = &parent;
-  inner[0] = inner_sets[0];
-  outer[0] = ended ? join_context(nullptr, 0) : nullptr;
+  size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+  EarleySet* const* sets = ClassifySets(max_depth).data();
+  std::vector<const EarleySet*> path(max_depth);
+  std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
+  parser.Seed(node, &parent, sets[0]);
+  sets[0]->parent = &parent;
+  path[0] = sets[0];
+  ended_by[0] = ended;
 
+  const TokenTrie& t = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  auto mask = std::make_shared<InnerMask>();
   std::vector<int32_t> accepted;
-  NodeMask mask;
-  const std::string* prev = nullptr;
-  size_t depth = 0;
-  for (size_t k = 0; k < n;) {
-    const std::string& s = tok.decoded(sorted[k]);
-    depth = SharedDepth(prev, s, depth);
-    prev = &s;
-    bool alive = true;
-    while (depth < s.size()) {
-      uint8_t b = static_cast<uint8_t>(s[depth]);
-      const EarleySet* in = nullptr;
-      const EarleySet* out = nullptr;
-      ended = false;
-      if (inner[depth]) {
-        EarleySet* next = inner_sets[depth + 1];
-        next->parent = inner[depth];
-        if (parser.Advance(*inner[depth], b, next)) in = next;
-      }
-      bool ended_here = ended;
-      if (outer[depth]) {
-        EarleySet* next = outer_sets[depth + 1];
-        next->parent = outer[depth];
-        if (parser.Advance(*outer[depth], b, next)) out = next;
-      }
-      if (ended_here) out = join_context(out, depth + 1);
-      if (!in && !out) {
-        alive = false;
-        break;
-      }
-      ++depth;
-      inner[depth] = in;
-      outer[depth] = out;
-    }
-    if (alive) {
-      if (inner[depth]) {
-        accepted.push_back(sorted[k]);
-      } else {
-        mask.uncertain.push_back(static_cast<int32_t>(k));
-      }
-      ++k;
+  for (int32_t i = 0, n = t.size(); i < n;) {
+    size_t d = t.depth[i];
+    EarleySet* next = sets[d];
+    next->parent = path[d - 1];
+    ended = false;
+    if (!parser.Advance(*path[d - 1], t.byte[i], next)) {
+      if (ended_by[d - 1]) mask->crossing.push_back(i);
+      i = t.next[i];  // every token below fails here too
       continue;
     }
-    // Every token extending s[0..depth] fails at the same byte: skip them.
-    size_t plen = depth + 1;
-    ++k;
-    while (k < n) {
-      const std::string& t = tok.decoded(sorted[k]);
-      if (t.size() < plen || std::memcmp(t.data(), s.data(), plen) != 0) break;
-      ++k;
+    path[d] = next;
+    ended_by[d] = ended_by[d - 1] || ended;
+    for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(sorted[t.first_pos[i] + k]);
+    ++i;
+  }
+  mask->accepted = AcceptedSet::FromIds(accepted, tok.vocab_size());
+  mask->crossing.shrink_to_fit();
+  return mask;
+}
+
+std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<std::vector<int32_t>>& call_targets,
+                                     const InnerMask& inner) {
+  std::vector<int32_t> uncertain;
+  if (inner.crossing.empty()) return uncertain;
+  ContextWalk walk(fsm, tok, node, call_targets);
+  const TokenTrie& t = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  // Each crossing subtree is walked below its path from the root, which the inner parse
+  // survived; consecutive subtrees share the part of that path they have in common.
+  const std::string* path = nullptr;  // spells the walk's current path
+  size_t valid = 0;                   // depths whose states match `path`
+  for (int32_t root : inner.crossing) {
+    size_t depth = t.depth[root];
+    const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
+    size_t d = path ? std::min(SharedDepth(path, s, valid), depth - 1) : 0;
+    bool alive = true;
+    for (; d + 1 < depth && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));
+    path = &s;
+    valid = alive ? depth - 1 : 0;
+    if (!alive) continue;  // not reached: the inner parse lives on every proper prefix
+    for (int32_t i = root, end = t.next[root]; i < end;) {
+      if (!walk.Step(t.depth[i] - 1, t.byte[i])) {
+        i = t.next[i];
+        continue;
+      }
+      // The inner parse died at `root`, so whatever lives here lives after the rule.
+      for (int32_t k = 0; k < t.num_tokens[i]; ++k) uncertain.push_back(t.first_pos[i] + k);
+      ++i;
     }
   }
-  mask.num_accepted = static_cast<int64_t>(accepted.size());
-  size_t num_words = (static_cast<size_t>(tok.vocab_size()) + 31) / 32;
-  if (accepted.size() > num_words) {  // a bitset is smaller than the id list
-    mask.accepted_words.assign(num_words, 0);
-    for (int32_t id : accepted) mask.accepted_words[id >> 5] |= uint32_t{1} << (id & 31);
-  } else {
-    std::sort(accepted.begin(), accepted.end());
-    mask.accepted_ids = std::move(accepted);
-  }
-  mask.uncertain.shrink_to_fit();
-  return mask;
+  uncertain.shrink_to_fit();
+  return uncertain;
 }
 
 TokenMaskCache::TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok)
@@ -163,7 +193,14 @@ TokenMaskCache::~TokenMaskCache() {
 const NodeMask& TokenMaskCache::Get(int32_t node) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
-  auto* fresh = new NodeMask(ComputeNodeMask(fsm_, tok_, node, call_targets_));
+  std::string key = StructuralKey(fsm_, node, kMaxKeyNodes);
+  NodeMaskPool& pool = tok_.mask_pool();
+  std::shared_ptr<const InnerMask> inner = key.empty() ? nullptr : pool.Find(key);
+  if (!inner) {
+    inner = ClassifyInner(fsm_, tok_, node);
+    if (!key.empty()) inner = pool.Insert(key, std::move(inner));
+  }
+  auto* fresh = new NodeMask{inner, UncertainTokens(fsm_, tok_, node, call_targets_, *inner)};
   const NodeMask* expected = nullptr;
   if (!masks_[node].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;  // another thread finished first

@@ -1,14 +1,16 @@
-// The adaptive token-mask cache (XGrammar §3.1-3.2, XGrammar-2 §3.4-3.5).
+// The adaptive token-mask cache (XGrammar §3.1-3.2, XGrammar-2 §3.3-3.5).
 //
 // For an automaton node n of rule r, each token is classified by parsing its bytes
 // from the item (n, parent unknown) and its closure:
 //   accepted  - the bytes parse inside r (and its callees) whatever r's parents are;
-//   rejected  - they fail before r could end;
+//   rejected  - they fail before r could end, or no context of r lets them go on;
 //   uncertain - r could end inside them and the rest may follow r in some context, so it
 //               depends on what the actual parents allow.
 // A state's mask is the union of its kernel items' nodes' accepted sets plus those
 // uncertain tokens that the full parser accepts. Node masks are computed on first use
-// (JIT) or all at once, and shared by every state of the compiled grammar.
+// (JIT) or all at once, and shared by every state of the compiled grammar. The accepted
+// part depends only on the structure reachable from n, so it is also shared across
+// grammars through the vocabulary's NodeMaskPool, keyed by StructuralKey.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -16,26 +18,33 @@
 #include <vector>
 
 #include "engine/earley.h"
+#include "engine/node_mask_pool.h"
 #include "xgr2/tokenizer.h"
 
 namespace xgr2 {
 
+// A node's classification in one grammar: the shared context-free part, plus the
+// tokens that this grammar's contexts may continue after the rule ends (sorted-vocabulary
+// positions, ascending), left for the full parser at run time.
 struct NodeMask {
-  std::vector<int32_t> accepted_ids;     // sorted token ids, when few are accepted
-  std::vector<uint32_t> accepted_words;  // a bitset over token ids, when many are
-  std::vector<int32_t> uncertain;        // sorted-vocabulary positions, ascending
-  int64_t num_accepted = 0;
+  std::shared_ptr<const InnerMask> inner;
+  std::vector<int32_t> uncertain;
 
-  void OrInto(uint32_t* words) const;
-  bool Accepts(int32_t id) const;
-  size_t MemoryBytes() const;
+  void OrInto(uint32_t* words) const { inner->accepted.OrInto(words); }
+  size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
 };
 
-// Classifies every token from `node`. call_targets[r] lists the nodes that follow a
-// call of rule r anywhere in the grammar: where a token outlives its rule, it is
-// uncertain only if it could go on in one of those contexts (context expansion).
-NodeMask ComputeNodeMask(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                         const std::vector<std::vector<int32_t>>& call_targets);
+// Classifies every token by parsing it from `node` alone: accepted if the parse lives
+// through the token inside the node's rule and its callees; else "crossing" if the
+// rule could end on the way (see InnerMask).
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
+
+// The crossing tokens of `inner` that could go on after the rule in some context of this
+// grammar: call_targets[r] lists the nodes that follow a call of rule r anywhere, and
+// the parse continues at all of them, recursively (context expansion).
+std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<std::vector<int32_t>>& call_targets,
+                                     const InnerMask& inner);
 
 class TokenMaskCache {
  public:

@@ -21,13 +21,31 @@ std::vector<std::unique_ptr<EarleySet>>& DepthSets(size_t depth) {
 void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
                         const int32_t* positions, size_t count, uint32_t* words) {
   const std::vector<int32_t>& sorted = tok.sorted_ids();
-  if (!positions) count = sorted.size();
-  auto id_at = [&](size_t k) { return sorted[positions ? positions[k] : k]; };
   EarleyParser parser(fsm, ThreadScratch());
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   auto& sets = DepthSets(max_depth);
   std::vector<const EarleySet*> path(max_depth);
   path[0] = &start;
+  if (!positions) {  // the whole vocabulary: walk the trie
+    const TokenTrie& t = tok.trie();
+    for (int32_t i = 0, n = t.size(); i < n;) {
+      size_t d = t.depth[i];
+      EarleySet* next = sets[d].get();
+      next->parent = path[d - 1];
+      if (!parser.Advance(*path[d - 1], t.byte[i], next)) {
+        i = t.next[i];
+        continue;
+      }
+      path[d] = next;
+      for (int32_t k = 0; k < t.num_tokens[i]; ++k) {
+        int32_t id = sorted[t.first_pos[i] + k];
+        words[id >> 5] |= uint32_t{1} << (id & 31);
+      }
+      ++i;
+    }
+    return;
+  }
+  auto id_at = [&](size_t k) { return sorted[positions[k]]; };
   const std::string* prev = nullptr;  // the token whose bytes path[1..depth] spells
   size_t depth = 0;
   for (size_t k = 0; k < count;) {

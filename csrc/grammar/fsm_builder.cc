@@ -138,17 +138,36 @@ class NfaBuilder {
 // references except to other inlined rules (so never recursive), and at most
 // kMaxInlineExprs expressions once their own inlined callees are counted. Inlining
 // terminal-like rules (strings, numbers, whitespace) keeps Earley sets small and lets
-// the mask cache see longer stretches of text inside one rule.
+// the mask cache see longer stretches of text inside one rule. A rule that loops over
+// a wide character class (a string's content, free text) stays a rule of its own: its
+// nodes then look the same in every grammar that uses it, so their costly masks (most
+// of the vocabulary is accepted there) are shared across grammars (see fsm_key.h).
 std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   constexpr int64_t kMaxInlineExprs = 64;
+  constexpr uint32_t kWideClass = 64;  // code points
   size_t num_rules = g.rules.size();
   std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
   std::vector<uint8_t> inlined(num_rules, 0);
   // Expanded size of an expression (a repeat counts its body once per copy), capped
   // just past the limit; -1 if it references a rule not (yet) inlinable. Recursion is
   // bounded by the parser's nesting limit.
+  // Whether an expression can match one character of a wide class.
+  std::function<bool(int32_t)> wide = [&](int32_t id) -> bool {
+    const Expr& e = g.exprs[id];
+    if (e.kind == ExprKind::kCharClass) {
+      uint64_t count = 0;
+      for (const CodepointRange& r : e.ranges) count += r.hi - r.lo + 1;
+      return e.negated || count >= kWideClass;
+    }
+    if (e.kind == ExprKind::kRuleRef) return inlined[e.rule] && wide(g.rules[e.rule].body);
+    for (int32_t c : e.children) {
+      if (wide(c)) return true;
+    }
+    return false;
+  };
   std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
     const Expr& e = g.exprs[id];
+    if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) return -1;
     int64_t total = 1;
     if (e.kind == ExprKind::kRuleRef) {
       if (!inlined[e.rule]) return -1;

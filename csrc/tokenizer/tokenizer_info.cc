@@ -2,11 +2,14 @@
 
 #include <algorithm>
 
+#include "engine/node_mask_pool.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
 namespace {
+
+constexpr int32_t kMaxTokenBytes = 4096;  // longer tokens are rejected (docs/limits.md)
 
 // Inverse of GPT-2's bytes_to_unicode: printable bytes map to themselves, the other
 // 68 bytes to U+0100.. in byte order.
@@ -85,6 +88,10 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
     }
     max_token_bytes_ = std::max<int32_t>(max_token_bytes_, static_cast<int32_t>(decoded_[i].size()));
   }
+  if (max_token_bytes_ > kMaxTokenBytes) {
+    throw TokenizerError("a token is " + std::to_string(max_token_bytes_) + " bytes long; the limit is " +
+                         std::to_string(kMaxTokenBytes));
+  }
 
   kind_.assign(vocab_size, kText);
   std::fill(kind_.begin() + n, kind_.end(), kPadding);
@@ -105,20 +112,41 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   }
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(),
                    [&](int32_t a, int32_t b) { return decoded_[a] < decoded_[b]; });
-  // Prefix-trie ranges: a stack of open prefixes, closed when a token stops extending them.
-  int32_t m = static_cast<int32_t>(sorted_ids_.size());
-  subtree_end_.assign(m, m);
+  BuildTrie();
+  mask_pool_ = std::make_shared<NodeMaskPool>();
+}
+
+void TokenizerInfo::BuildTrie() {
+  // Each token adds the nodes for the bytes past its common prefix with the previous
+  // token; open[d] is the node at depth d + 1 on the current path.
+  TokenTrie& t = trie_;
   std::vector<int32_t> open;
-  for (int32_t i = 0; i < m; ++i) {
-    const std::string& tok = decoded_[sorted_ids_[i]];
-    while (!open.empty()) {
-      const std::string& top = decoded_[sorted_ids_[open.back()]];
-      if (tok.compare(0, top.size(), top) == 0) break;
-      subtree_end_[open.back()] = i;
+  const std::string* prev = nullptr;
+  int32_t m = static_cast<int32_t>(sorted_ids_.size());
+  for (int32_t k = 0; k < m; ++k) {
+    const std::string& s = decoded_[sorted_ids_[k]];
+    size_t lcp = 0;
+    if (prev) {
+      size_t limit = std::min(prev->size(), s.size());
+      while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
+    }
+    while (open.size() > lcp) {  // close the nodes the new token leaves
+      t.next[open.back()] = t.size();
       open.pop_back();
     }
-    open.push_back(i);
+    for (size_t d = lcp; d < s.size(); ++d) {
+      open.push_back(t.size());
+      t.byte.push_back(static_cast<uint8_t>(s[d]));
+      t.depth.push_back(static_cast<uint16_t>(d + 1));
+      t.next.push_back(0);
+      t.first_pos.push_back(k);
+      t.num_tokens.push_back(0);
+    }
+    ++t.num_tokens[open.back()];  // s is non-empty: empty tokens are not text
+    prev = &s;
   }
+  for (int32_t i : open) t.next[i] = t.size();
+  t.first_pos.push_back(m);
 }
 
 }  // namespace xgr2

@@ -8,6 +8,24 @@
 
 namespace xgr2 {
 
+// The tokens' byte trie in preorder, one entry per trie node except the root. A node's
+// subtree is [i, next[i]); its parent is the closest earlier node of depth depth[i] - 1.
+// The tokens spelled by node i are the sorted positions [first_pos[i], first_pos[i] +
+// num_tokens[i]); the positions under its subtree are [first_pos[i], first_pos[next[i]]).
+// Walking it in order with one parser state per depth, and jumping to next[i] when the
+// byte is rejected, visits each shared prefix once and touches memory sequentially.
+struct TokenTrie {
+  std::vector<uint8_t> byte;
+  std::vector<uint16_t> depth;       // 1 for the root's children
+  std::vector<int32_t> next;         // one past the node's subtree
+  std::vector<int32_t> first_pos;    // size() + 1 entries: first_pos.back() = number of tokens
+  std::vector<uint16_t> num_tokens;  // tokens whose bytes end here (duplicates possible)
+
+  int32_t size() const { return static_cast<int32_t>(byte.size()); }
+};
+
+class NodeMaskPool;
+
 enum class VocabType : uint8_t {
   kRaw,           // tokens are their UTF-8 text
   kByteLevel,     // GPT-2 byte-to-unicode mapping (Llama 3, SmolLM2, Qwen, ...)
@@ -33,13 +51,18 @@ class TokenizerInfo {
   // A token that can match grammar text: a real, non-special, non-empty token.
   bool is_text(int32_t id) const { return kind_[id] == kText; }
 
-  // Text tokens sorted by bytes; subtree_end(i) is one past the last sorted token
-  // that has sorted token i as a prefix.
+  // Text tokens sorted by bytes (a "position" is an index into this list).
   const std::vector<int32_t>& sorted_ids() const { return sorted_ids_; }
-  int32_t subtree_end(int32_t i) const { return subtree_end_[i]; }
   int32_t max_token_bytes() const { return max_token_bytes_; }
+  // The byte trie of the sorted tokens, flat in preorder (see TokenTrie).
+  const TokenTrie& trie() const { return trie_; }
+
+  // The cross-grammar pool of node masks computed against this vocabulary.
+  NodeMaskPool& mask_pool() const { return *mask_pool_; }
 
  private:
+  void BuildTrie();
+
   enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty };
   VocabType type_;
   int32_t vocab_size_;
@@ -48,8 +71,9 @@ class TokenizerInfo {
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> special_ids_;
   std::vector<int32_t> sorted_ids_;
-  std::vector<int32_t> subtree_end_;
+  TokenTrie trie_;
   int32_t max_token_bytes_ = 0;
+  std::shared_ptr<NodeMaskPool> mask_pool_;
 };
 
 using TokenizerPtr = std::shared_ptr<const TokenizerInfo>;

@@ -1,0 +1,91 @@
+#include "engine/node_mask_pool.h"
+
+#include <algorithm>
+
+namespace xgr2 {
+
+AcceptedSet AcceptedSet::FromIds(const std::vector<int32_t>& ids, int32_t vocab_size) {
+  AcceptedSet set;
+  set.count = static_cast<int64_t>(ids.size());
+  size_t num_words = (static_cast<size_t>(vocab_size) + 31) / 32;
+  if (ids.size() <= 1024) {  // few: sorting is cheaper than a pass over a bitset
+    set.ids = ids;
+    std::sort(set.ids.begin(), set.ids.end());
+    return set;
+  }
+  std::vector<uint32_t> words(num_words, 0);
+  for (int32_t id : ids) words[id >> 5] |= uint32_t{1} << (id & 31);
+  if (ids.size() > num_words) {  // a bitset is smaller than the id list
+    set.words = std::move(words);
+    return set;
+  }
+  set.ids.reserve(ids.size());  // ascending, read off the bitset (no sort)
+  for (size_t w = 0; w < num_words; ++w) {
+    for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
+      set.ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)));
+    }
+  }
+  return set;
+}
+
+void AcceptedSet::OrInto(uint32_t* out) const {
+  if (!words.empty()) {
+    for (size_t w = 0; w < words.size(); ++w) out[w] |= words[w];
+  } else {
+    for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
+  }
+}
+
+bool AcceptedSet::Has(int32_t id) const {
+  if (!words.empty()) return (words[id >> 5] >> (id & 31)) & 1;
+  return std::binary_search(ids.begin(), ids.end(), id);
+}
+
+std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  return it->second;
+}
+
+std::shared_ptr<const InnerMask> NodeMaskPool::Insert(const std::string& key, std::shared_ptr<const InnerMask> mask) {
+  int64_t size = static_cast<int64_t>(key.size() + mask->MemoryBytes() + 64);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) return it->second;
+  if (bytes_ + size > limit_bytes_) {  // start over: simple, and bounded
+    entries_.clear();
+    bytes_ = 0;
+    if (size > limit_bytes_) return mask;  // too large to keep at all
+  }
+  bytes_ += size;
+  entries_.emplace(key, mask);
+  return mask;
+}
+
+void NodeMaskPool::Clear() {
+  std::lock_guard<std::mutex> lock(mu_);
+  entries_.clear();
+  bytes_ = 0;
+  hits_ = misses_ = 0;
+}
+
+void NodeMaskPool::SetLimitBytes(int64_t limit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  limit_bytes_ = std::max<int64_t>(0, limit);
+  if (bytes_ > limit_bytes_) {
+    entries_.clear();
+    bytes_ = 0;
+  }
+}
+
+NodeMaskPool::Stats NodeMaskPool::GetStats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return Stats{hits_, misses_, static_cast<int64_t>(entries_.size()), bytes_, limit_bytes_};
+}
+
+}  // namespace xgr2

@@ -1,0 +1,60 @@
+// What a node accepts inside its rule, shared by equal structures across grammars
+// (XGrammar-2 §3.3 cross-grammar cache), one pool per vocabulary.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace xgr2 {
+
+// The tokens a node accepts whatever its rule's callers are, stored adaptively.
+struct AcceptedSet {
+  std::vector<int32_t> ids;     // sorted token ids, when few are accepted
+  std::vector<uint32_t> words;  // a bitset over token ids, when many are
+  int64_t count = 0;
+
+  static AcceptedSet FromIds(const std::vector<int32_t>& ids, int32_t vocab_size);
+  void OrInto(uint32_t* out) const;
+  bool Has(int32_t id) const;
+  size_t MemoryBytes() const { return 4 * (ids.capacity() + words.capacity()); }
+};
+
+// The context-free part of a node's classification.
+struct InnerMask {
+  AcceptedSet accepted;
+  // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
+  // rule could have ended on the way: the tokens there may go on in the callers'
+  // context, so each grammar decides them against its own (see TokenMaskCache).
+  std::vector<int32_t> crossing;
+
+  size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
+};
+
+class NodeMaskPool {
+ public:
+  // Default byte budget; when an insertion would exceed it the pool starts over.
+  static constexpr int64_t kDefaultLimitBytes = int64_t{256} << 20;
+
+  std::shared_ptr<const InnerMask> Find(const std::string& key);
+  // Stores `mask` under `key` unless present; returns the stored one.
+  std::shared_ptr<const InnerMask> Insert(const std::string& key, std::shared_ptr<const InnerMask> mask);
+  void Clear();
+  void SetLimitBytes(int64_t limit);
+
+  struct Stats {
+    int64_t hits = 0, misses = 0, entries = 0, bytes = 0, limit_bytes = 0;
+  };
+  Stats GetStats() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
+  int64_t bytes_ = 0;
+  int64_t limit_bytes_ = kDefaultLimitBytes;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace xgr2
