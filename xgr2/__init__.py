@@ -17,7 +17,7 @@ from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
 from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, compile
 from ._errors import GrammarError, InvalidTokenError, TokenizerError, TokenRejectedError, Xgr2Error
 from ._grammar import Grammar
-from ._tokenizer import TokenizerInfo
+from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 
 _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError)
 
@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "CacheInfo",
     "CompiledGrammar",
+    "CrossGrammarCacheInfo",
     "Compiler",
     "Grammar",
     "GrammarError",
