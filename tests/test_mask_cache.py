@@ -35,16 +35,18 @@ def compare_walks(tokenizer_info, grammar_text, seeds, steps):
     reference = xgr2.compile(grammar_text, tokenizer_info, mask_cache=False)
     lazy = xgr2.compile(grammar_text, tokenizer_info)
     eager = xgr2.compile(grammar_text, tokenizer_info, precompute="all")
+    some = xgr2.compile(grammar_text, tokenizer_info, precompute=3)  # the 3 costliest now
     assert lazy.num_cached_node_masks == 0
     assert eager.num_cached_node_masks > 0
+    assert some.num_cached_node_masks == min(3, eager.num_cached_node_masks)
     vocab_size = tokenizer_info.vocab_size
     stops = set(tokenizer_info.stop_token_ids)
     for seed in seeds:  # later seeds reuse the node masks earlier walks computed
         rng = random.Random(seed)
-        states = [c.initial_state() for c in (reference, lazy, eager)]
+        states = [c.initial_state() for c in (reference, lazy, eager, some)]
         for _ in range(steps):
             masks = [allowed(s, vocab_size) for s in states]
-            for mode, mask in zip(("lazy", "eager"), masks[1:]):
+            for mode, mask in zip(("lazy", "eager", "costliest"), masks[1:]):
                 diff = np.nonzero(mask != masks[0])[0]
                 assert diff.size == 0, f"{mode} differs on tokens {diff[:10].tolist()} at seed {seed}"
             choices = [t for t in np.nonzero(masks[0])[0].tolist() if t not in stops]
@@ -75,9 +77,25 @@ def test_cache_is_filled_lazily_and_reports_memory(byte_fallback_tokenizer_info)
     assert compiled.num_cached_node_masks > first
 
 
-def test_precompute_rejects_unknown_mode(byte_tokenizer_info):
+@pytest.mark.parametrize("mode", ["some", -1, True, 2.5, None])
+def test_precompute_rejects_unknown_mode(mode, byte_tokenizer_info):
     with pytest.raises(ValueError, match="precompute"):
-        xgr2.compile('root ::= "a"', byte_tokenizer_info, precompute="some")
+        xgr2.compile('root ::= "a"', byte_tokenizer_info, precompute=mode)
+
+
+def test_precompute_costliest_first(llama3_tokenizer_info):
+    compiled = xgr2.compile(EBNF["json"], llama3_tokenizer_info)
+    compiled.precompute_masks(2)
+    assert compiled.num_cached_node_masks == 2
+    # The costliest are inside strings, where most of the vocabulary is accepted: a
+    # state there needs no new node mask.
+    inside = compiled.initial_state().advance_text('{"ab')
+    inside.bitmask()
+    assert compiled.num_cached_node_masks == 2
+    with pytest.raises(ValueError, match="count"):
+        compiled.precompute_masks(-1)
+    compiled.precompute_masks(0)
+    assert compiled.num_cached_node_masks == 2
 
 
 def test_background_precompute_while_states_are_used(llama3_tokenizer_info):

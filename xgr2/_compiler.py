@@ -35,16 +35,16 @@ class CompiledGrammar:
 
     __slots__ = ("_core", "grammar", "tokenizer_info", "precompute", "mask_cache")
 
-    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, *, precompute: str = "none",
+    def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, *, precompute: str | int = "none",
                  mask_cache: bool = True):
-        if precompute not in _PRECOMPUTE_MODES:
-            raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES}, got {precompute!r}")
+        _check_precompute(precompute)
         self.grammar = grammar
         self.tokenizer_info = tokenizer_info
         self.precompute = precompute
         self.mask_cache = bool(mask_cache)
         self._core = _core.CompiledGrammarCore(
-            grammar._ir, tokenizer_info._core, mask_cache=self.mask_cache, precompute_all=precompute == "all"
+            grammar._ir, tokenizer_info._core, mask_cache=self.mask_cache, precompute_all=precompute == "all",
+            precompute_costliest=precompute if isinstance(precompute, int) else 0,
         )
 
     @property
@@ -67,17 +67,29 @@ class CompiledGrammar:
         """Memory held by the automata and the token-mask cache (grows with use)."""
         return self._core.memory_bytes
 
-    def precompute_masks(self, *, num_threads: int = 0, background: bool = False) -> threading.Thread | None:
-        """Computes every node mask not computed yet, on a thread pool, the GIL released.
+    def precompute_masks(self, count: int | None = None, *, num_threads: int = 0,
+                         background: bool = False) -> threading.Thread | None:
+        """Computes node masks not computed yet, on a thread pool, the GIL released.
 
-        With ``background=True`` it runs on a new thread, so the caller can prefill the
-        model meanwhile; join the returned thread to wait. States stay usable during it
-        (a node mask needed early is computed on demand).
+        Args:
+            count: ``None`` computes all of them; a number computes that many of the
+                nodes estimated costliest (those whose closure can scan the first bytes
+                of the most tokens, such as the inside of a string).
+            num_threads: threads of the pool (0: all cores).
+            background: run on a new thread, so the caller can prefill the model
+                meanwhile; join the returned thread to wait. States stay usable during it
+                (a node mask needed early is computed on demand).
         """
+        if count is None:
+            work, args = self._core.precompute_all, (num_threads,)
+        else:
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise ValueError(f"count must be None or a non-negative int, got {count!r}")
+            work, args = self._core.precompute_costliest, (count, num_threads)
         if not background:
-            self._core.precompute_all(num_threads)
+            work(*args)
             return None
-        thread = threading.Thread(target=self._core.precompute_all, args=(num_threads,), daemon=True)
+        thread = threading.Thread(target=work, args=args, daemon=True)
         thread.start()
         return thread
 
@@ -142,14 +154,16 @@ class Compiler:
         self._hits = 0
         self._misses = 0
 
-    def compile(self, grammar: Grammar | str, *, precompute: str = "none", mask_cache: bool = True) -> CompiledGrammar:
+    def compile(self, grammar: Grammar | str, *, precompute: str | int = "none",
+                mask_cache: bool = True) -> CompiledGrammar:
         """Compiles a :class:`Grammar` (or EBNF text with root rule ``root``).
 
         Args:
             grammar: the grammar.
             precompute: ``"none"`` computes each parser node's token classification the
                 first time a state needs it (JIT); ``"all"`` computes them all now, for a
-                flat per-token latency.
+                flat per-token latency; a number computes that many of the costliest ones
+                now and the rest on first use (see :meth:`CompiledGrammar.precompute_masks`).
             mask_cache: ``False`` computes every mask by walking the whole vocabulary
                 (slow; a reference for testing).
         """
@@ -157,8 +171,7 @@ class Compiler:
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"expected xgr2.Grammar or EBNF text, got {type(grammar).__name__}")
-        if precompute not in _PRECOMPUTE_MODES:
-            raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES}, got {precompute!r}")
+        _check_precompute(precompute)
         key = (str(grammar), grammar.root, precompute, bool(mask_cache))
         with self._lock:
             cached = self._cache.get(key)
@@ -195,8 +208,14 @@ class Compiler:
             self._cache.clear()
 
 
+def _check_precompute(precompute) -> None:
+    if isinstance(precompute, bool) or not (precompute in _PRECOMPUTE_MODES or
+                                            (isinstance(precompute, int) and precompute >= 0)):
+        raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES} or a count >= 0, got {precompute!r}")
+
+
 def compile(  # noqa: A001
-    grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str = "none", mask_cache: bool = True
+    grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str | int = "none", mask_cache: bool = True
 ) -> CompiledGrammar:
     """Compiles ``grammar`` against ``tokenizer_info`` (no cache); see :meth:`Compiler.compile`."""
     return Compiler(tokenizer_info, cache_limit_bytes=0).compile(grammar, precompute=precompute, mask_cache=mask_cache)

@@ -234,15 +234,19 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](CompiledGrammar* self, const GrammarHandle& g, std::shared_ptr<TokenizerInfo> tok, bool mask_cache,
-             bool precompute_all) {
+             bool precompute_all, int64_t precompute_costliest) {
             nb::gil_scoped_release release;
-            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok), CompileOptions{mask_cache, precompute_all});
+            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok),
+                                       CompileOptions{mask_cache, precompute_all, precompute_costliest});
           },
-          "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false)
+          "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false,
+          "precompute_costliest"_a = 0)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def("precompute_all", &CompiledGrammar::PrecomputeAll, "num_threads"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("precompute_costliest", &CompiledGrammar::PrecomputeCostliest, "count"_a, "num_threads"_a = 0,
            nb::call_guard<nb::gil_scoped_release>())
       .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
 

@@ -18,7 +18,11 @@ CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const Gramm
   impl->initial = std::move(initial);
   if (options.mask_cache) {
     impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm(), *impl->tokenizer);
-    if (options.precompute_all) impl->mask_cache->PrecomputeAll();
+    if (options.precompute_all) {
+      impl->mask_cache->PrecomputeAll();
+    } else if (options.precompute_costliest > 0) {
+      impl->mask_cache->PrecomputeCostliest(options.precompute_costliest);
+    }
   }
   impl_ = std::move(impl);
 }
@@ -36,6 +40,10 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
 
 void CompiledGrammar::PrecomputeAll(int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeAll(num_threads);
+}
+
+void CompiledGrammar::PrecomputeCostliest(int64_t count, int num_threads) const {
+  if (impl_->mask_cache) impl_->mask_cache->PrecomputeCostliest(count, num_threads);
 }
 
 int64_t CompiledGrammar::CacheMemoryBytes() const {

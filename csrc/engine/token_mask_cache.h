@@ -57,6 +57,9 @@ class TokenMaskCache {
   const NodeMask& Get(int32_t node) const;
   // Computes every node's mask now, on up to num_threads threads (0: all).
   void PrecomputeAll(int num_threads = 0) const;
+  // Computes the `count` node masks estimated costliest: by the number of tokens whose
+  // first byte the node's closure can scan (what a classification walk must enter).
+  void PrecomputeCostliest(int64_t count, int num_threads = 0) const;
   // Writes (ORs) the text tokens allowed from `set` into `words`.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 

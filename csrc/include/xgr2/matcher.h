@@ -20,6 +20,7 @@ std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar);
 struct CompileOptions {
   bool mask_cache = true;        // use the adaptive token-mask cache
   bool precompute_all = false;   // compute every node's mask now instead of on first use
+  int64_t precompute_costliest = 0;  // else compute this many of the costliest ones now
 };
 
 // A grammar bound to a tokenizer. Immutable (its mask cache fills in lazily, thread-safely)
@@ -31,6 +32,8 @@ class CompiledGrammar {
   int32_t NumCachedNodeMasks() const;
   // Computes every node mask not computed yet (no-op without a mask cache).
   void PrecomputeAll(int num_threads = 0) const;
+  // Computes the node masks estimated to be the `count` costliest (see TokenMaskCache).
+  void PrecomputeCostliest(int64_t count, int num_threads = 0) const;
   int64_t CacheMemoryBytes() const;
   // Automata plus mask cache (grows as node masks are computed).
   int64_t MemoryBytes() const;
