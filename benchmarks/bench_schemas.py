@@ -17,6 +17,12 @@ compiler with the cache disabled) and llguidance (`grammar_from_json_schema`); x
 no JSON-Schema front end yet and gets the EBNF of `schema_ebnf.py` (its conversion time
 counts as xgr2's compile time).
 
+xgr2 keeps node masks in a cross-grammar cache per tokenizer (shared by every grammar
+compiled in the process, like a server that has seen requests before): the "xgr2" row
+reuses the masks of structures earlier schemas shared (strings, numbers), "xgr2-cold"
+clears that cache before every compile, and "xgr2-precompute" computes every node mask
+at compile time.
+
 For each schema one valid argument object is built deterministically (every property
 in schema order, plausible values), serialized with `json.dumps` (default separators),
 checked with `jsonschema`, tokenized with the Llama-3 tokenizer and forced-decoded
@@ -63,7 +69,7 @@ from _common import (
 )
 from schema_ebnf import has_type, schema_to_ebnf
 
-ENGINE_NAMES = ["xgr2", "xgrammar", "llguidance", "xgr2-precompute"]
+ENGINE_NAMES = ["xgr2", "xgrammar", "llguidance", "xgr2-precompute", "xgr2-cold"]
 # BFCL files with Python-typed function definitions, in selection order.
 BFCL_FILES = [
     "BFCL_v4_simple_python.json",

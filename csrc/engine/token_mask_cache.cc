@@ -34,9 +34,11 @@ std::vector<EarleySet*>& ClassifySets(size_t count) {
 //         (items with origin `generic`, see EarleyParser::SetGeneric).
 class ContextWalk {
  public:
-  ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+  // `follow`: where the parse goes on when the node's rule ends (then, when those rules
+  // end, at every call site: call_targets).
+  ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
               const std::vector<std::vector<int32_t>>& call_targets)
-      : parser_(fsm, ThreadScratch()), calls_(call_targets[fsm.node_rule[node]]) {
+      : parser_(fsm, ThreadScratch()), calls_(follow) {
     size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
     auto& sets = ClassifySets(3 * max_depth);
     inner_sets_ = &sets[0];
@@ -144,7 +146,7 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
                                      const InnerMask& inner) {
   std::vector<int32_t> uncertain;
   if (inner.crossing.empty()) return uncertain;
-  ContextWalk walk(fsm, tok, node, call_targets);
+  ContextWalk walk(fsm, tok, node, call_targets[fsm.node_rule[node]], call_targets);
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
@@ -243,38 +245,118 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   ParallelFor(static_cast<int64_t>(n), num_threads, [&](int64_t k) { Get(cost[k].second); });
 }
 
+const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,
+                                                        const EarleySet& origin) const {
+  constexpr size_t kFewUncertain = 16;  // not worth a context of their own
+  if (mask.uncertain.size() <= kFewUncertain) return mask.uncertain;
+  // The nodes where this item's callers go on after its rule: the key of the context.
+  thread_local std::vector<int32_t> follow;
+  follow.clear();
+  int32_t rule = fsm_.node_rule[node];
+  for (const EarleyItem& waiting : origin.items) {
+    for (int32_t e = fsm_.rule_edge_begin[waiting.node]; e < fsm_.edge_begin[waiting.node + 1]; ++e) {
+      if (fsm_.edges[e].rule == rule) follow.push_back(fsm_.edges[e].target);
+    }
+  }
+  std::sort(follow.begin(), follow.end());
+  follow.erase(std::unique(follow.begin(), follow.end()), follow.end());
+  std::string key(reinterpret_cast<const char*>(&node), sizeof(node));
+  key.append(reinterpret_cast<const char*>(follow.data()), follow.size() * sizeof(int32_t));
+  {
+    std::lock_guard<std::mutex> lock(context_mu_);
+    auto it = context_uncertain_.find(key);
+    if (it != context_uncertain_.end()) return *it->second;
+  }
+  // The node's uncertain tokens that can go on in this context (still a superset of
+  // those the full parser accepts: past the callers' rules any context is assumed).
+  auto narrowed = std::make_unique<std::vector<int32_t>>();
+  ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
+  const std::vector<int32_t>& all = mask.uncertain;
+  WalkPositions(
+      tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+      [&](size_t k) { narrowed->push_back(all[k]); });
+  narrowed->shrink_to_fit();
+  std::lock_guard<std::mutex> lock(context_mu_);
+  auto inserted = context_uncertain_.emplace(std::move(key), std::move(narrowed));
+  return *inserted.first->second;  // another thread's, if it was first
+}
+
 void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // Only kernel items matter: an item predicted in this set (origin == this set) is
   // part of the closure of the kernel item that predicted it, and a node's mask is
   // computed from its whole closure. In the initial set the kernel is the root's start.
-  // Items differing only in origin share a node mask.
-  thread_local std::vector<int32_t> nodes;
+  // Items differing only in origin share a node mask but not their context.
+  thread_local std::vector<EarleyItem> kernel;
   thread_local std::vector<int32_t> uncertain;
-  nodes.clear();
+  kernel.clear();
   int32_t root_start = fsm_.rule_start[fsm_.root];
   for (const EarleyItem& it : set.items) {
-    bool kernel = it.origin != &set || (set.parent == nullptr && it.node == root_start);
-    if (kernel) nodes.push_back(it.node);
+    if (it.origin != &set || (set.parent == nullptr && it.node == root_start)) kernel.push_back(it);
   }
-  std::sort(nodes.begin(), nodes.end());
-  nodes.erase(std::unique(nodes.begin(), nodes.end()), nodes.end());
-  for (int32_t node : nodes) Get(node).OrInto(words);
+  for (const EarleyItem& it : kernel) Get(it.node).OrInto(words);
   // Only uncertain tokens that no node accepted need the full parser; filter each
-  // node's (sorted) list before merging, since the survivors are few.
+  // item's (sorted) list, narrowed to its callers' context, before merging.
   const std::vector<int32_t>& sorted = tok_.sorted_ids();
   uncertain.clear();
-  for (int32_t node : nodes) {
-    for (int32_t pos : Get(node).uncertain) {
+  for (const EarleyItem& it : kernel) {
+    for (int32_t pos : UncertainIn(Get(it.node), it.node, *it.origin)) {
       int32_t id = sorted[pos];
       if (!((words[id >> 5] >> (id & 31)) & 1)) uncertain.push_back(pos);
     }
   }
   if (uncertain.empty()) return;
-  if (nodes.size() > 1) {
+  if (kernel.size() > 1) {
     std::sort(uncertain.begin(), uncertain.end());
     uncertain.erase(std::unique(uncertain.begin(), uncertain.end()), uncertain.end());
   }
+  // States with the same parse structure accept the same uncertain tokens (inside a
+  // string, every character leads to such a state): reuse the walk's result.
+  thread_local std::string signature;
+  bool memo = StackSignature(set, &signature);
+  if (memo) {
+    std::lock_guard<std::mutex> lock(context_mu_);
+    auto it = walk_results_.find(signature);
+    if (it != walk_results_.end()) {
+      for (int32_t id : it->second) words[id >> 5] |= uint32_t{1} << (id & 31);
+      return;
+    }
+  }
   WalkAcceptedTokens(fsm_, tok_, set, uncertain.data(), uncertain.size(), words);
+  if (!memo) return;
+  std::vector<int32_t> ids;
+  for (int32_t pos : uncertain) {
+    int32_t id = sorted[pos];
+    if ((words[id >> 5] >> (id & 31)) & 1) ids.push_back(id);
+  }
+  std::lock_guard<std::mutex> lock(context_mu_);
+  if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
+  walk_results_.emplace(signature, std::move(ids));
+}
+
+bool TokenMaskCache::StackSignature(const EarleySet& set, std::string* out) const {
+  // The sets reachable through item origins, numbered in discovery order, each with its
+  // items (node, origin number) and whether it is the initial set: all that a parse
+  // from `set` can look at. Equal signatures mean equal parses of any continuation.
+  constexpr size_t kMaxItems = 1024;
+  thread_local std::vector<const EarleySet*> sets;
+  thread_local std::vector<int32_t> words;
+  sets.assign(1, &set);
+  words.clear();
+  size_t items = 0;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const EarleySet* s = sets[k];
+    items += s->items.size();
+    if (items > kMaxItems) return false;
+    words.push_back(s->parent == nullptr ? -1 : static_cast<int32_t>(s->items.size()));
+    for (const EarleyItem& it : s->items) {
+      size_t id = std::find(sets.begin(), sets.end(), it.origin) - sets.begin();
+      if (id == sets.size()) sets.push_back(it.origin);
+      words.push_back(it.node);
+      words.push_back(static_cast<int32_t>(id));
+    }
+  }
+  out->assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
+  return true;
 }
 
 int32_t TokenMaskCache::NumComputed() const {
@@ -287,6 +369,13 @@ int64_t TokenMaskCache::MemoryBytes() const {
   int64_t bytes = 0;
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
     if (const NodeMask* m = masks_[i].load()) bytes += static_cast<int64_t>(m->MemoryBytes());
+  }
+  std::lock_guard<std::mutex> lock(context_mu_);
+  for (const auto& [key, list] : context_uncertain_) {
+    bytes += static_cast<int64_t>(key.size() + 4 * list->capacity() + 64);
+  }
+  for (const auto& [key, ids] : walk_results_) {
+    bytes += static_cast<int64_t>(key.size() + 4 * ids.capacity() + 64);
   }
   return bytes;
 }

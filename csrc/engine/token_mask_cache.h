@@ -15,6 +15,9 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/earley.h"
@@ -67,10 +70,22 @@ class TokenMaskCache {
   int64_t MemoryBytes() const;
 
  private:
+  // The node's uncertain tokens that may go on where the callers waiting in `origin`
+  // continue, computed once per (node, continuation nodes).
+  const std::vector<int32_t>& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+
+  // Serializes what a parse from `set` depends on; false when it is too large to keep.
+  bool StackSignature(const EarleySet& set, std::string* out) const;
+  static constexpr size_t kMaxWalkResults = 4096;
+
   const GrammarFsm& fsm_;
   const TokenizerInfo& tok_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
+  mutable std::mutex context_mu_;
+  mutable std::unordered_map<std::string, std::unique_ptr<const std::vector<int32_t>>> context_uncertain_;
+  // Uncertain tokens the full parser accepted, by StackSignature of the state.
+  mutable std::unordered_map<std::string, std::vector<int32_t>> walk_results_;
 };
 
 }  // namespace xgr2

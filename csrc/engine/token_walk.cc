@@ -24,7 +24,8 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   EarleyParser parser(fsm, ThreadScratch());
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   auto& sets = DepthSets(max_depth);
-  std::vector<const EarleySet*> path(max_depth);
+  thread_local std::vector<const EarleySet*> path;
+  path.resize(max_depth);
   path[0] = &start;
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();
@@ -45,43 +46,19 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
     }
     return;
   }
-  auto id_at = [&](size_t k) { return sorted[positions[k]]; };
-  const std::string* prev = nullptr;  // the token whose bytes path[1..depth] spells
-  size_t depth = 0;
-  for (size_t k = 0; k < count;) {
-    const std::string& s = tok.decoded(id_at(k));
-    depth = SharedDepth(prev, s, depth);
-    prev = &s;
-    bool ok = true;
-    while (depth < s.size()) {
-      EarleySet* next = sets[depth + 1].get();
-      next->parent = path[depth];
-      if (!parser.Advance(*path[depth], static_cast<uint8_t>(s[depth]), next)) {
-        ok = false;
-        break;
-      }
-      path[++depth] = next;
-    }
-    if (ok) {
-      int32_t id = id_at(k);
-      words[id >> 5] |= uint32_t{1} << (id & 31);
-      ++k;
-      continue;
-    }
-    // Every later token starting with s[0..depth] is rejected too; they are contiguous.
-    size_t plen = depth + 1;
-    size_t lo = k + 1, hi = count;
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      const std::string& t = tok.decoded(id_at(mid));
-      if (t.size() >= plen && std::memcmp(t.data(), s.data(), plen) == 0) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    k = lo;
-  }
+  WalkPositions(
+      tok, positions, count,
+      [&](size_t d, uint8_t byte) {
+        EarleySet* next = sets[d + 1].get();
+        next->parent = path[d];
+        if (!parser.Advance(*path[d], byte, next)) return false;
+        path[d + 1] = next;
+        return true;
+      },
+      [&](size_t k) {
+        int32_t id = sorted[positions[k]];
+        words[id >> 5] |= uint32_t{1} << (id & 31);
+      });
 }
 
 }  // namespace xgr2

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "engine/earley.h"
 #include "xgr2/tokenizer.h"
@@ -19,6 +20,47 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
   size_t lcp = 0, limit = std::min(depth, s.size());
   while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
   return lcp;
+}
+
+// Walks the tokens at sorted-vocabulary positions[0..count) (ascending) byte by byte,
+// sharing the work of common prefixes: step(d, byte) extends the path at depth d (0:
+// before the token) by one byte and returns whether it lives; on_token(k) is called for
+// each token the path lives through. Tokens extending a dead prefix are skipped.
+template <class Step, class OnToken>
+void WalkPositions(const TokenizerInfo& tok, const int32_t* positions, size_t count, Step&& step,
+                   OnToken&& on_token) {
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  const std::string* prev = nullptr;  // the token whose first `depth` bytes the path spells
+  size_t depth = 0;
+  for (size_t k = 0; k < count;) {
+    const std::string& s = tok.decoded(sorted[positions[k]]);
+    depth = SharedDepth(prev, s, depth);
+    prev = &s;
+    bool ok = true;
+    for (; depth < s.size(); ++depth) {
+      if (!step(depth, static_cast<uint8_t>(s[depth]))) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      on_token(k++);
+      continue;
+    }
+    // Every later token starting with s[0..depth] is rejected too; they are contiguous.
+    size_t plen = depth + 1;
+    size_t lo = k + 1, hi = count;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      const std::string& t = tok.decoded(sorted[positions[mid]]);
+      if (t.size() >= plen && t.compare(0, plen, s, 0, plen) == 0) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    k = lo;
+  }
 }
 
 // Sets the bit of every token, among the sorted-vocabulary positions `positions[0..count)`
