@@ -142,11 +142,12 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
 }
 
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
                                      const InnerMask& inner) {
   std::vector<int32_t> uncertain;
   if (inner.crossing.empty()) return uncertain;
-  ContextWalk walk(fsm, tok, node, call_targets[fsm.node_rule[node]], call_targets);
+  ContextWalk walk(fsm, tok, node, follow, call_targets);
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
@@ -193,7 +194,7 @@ TokenMaskCache::~TokenMaskCache() {
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) delete masks_[i].load();
 }
 
-const NodeMask& TokenMaskCache::Get(int32_t node) const {
+const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
   std::string key = StructuralKey(fsm_, node, kMaxKeyNodes);
@@ -203,7 +204,11 @@ const NodeMask& TokenMaskCache::Get(int32_t node) const {
     inner = ClassifyInner(fsm_, tok_, node);
     if (!key.empty()) inner = pool.Insert(key, std::move(inner));
   }
-  auto* fresh = new NodeMask{inner, UncertainTokens(fsm_, tok_, node, call_targets_, *inner)};
+  auto* fresh = new NodeMask{inner, {}, all_contexts};
+  if (all_contexts) {
+    const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
+    fresh->uncertain = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
+  }
   const NodeMask* expected = nullptr;
   if (!masks_[node].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;  // another thread finished first
@@ -217,7 +222,7 @@ void TokenMaskCache::PrecomputeAll(int num_threads) const {
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
     if (fsm_.HasEdges(i) && !masks_[i].load(std::memory_order_acquire)) nodes.push_back(i);
   }
-  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k]); });
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
 }
 
 void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
@@ -242,13 +247,14 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   }
   size_t n = static_cast<size_t>(std::clamp<int64_t>(count, 0, static_cast<int64_t>(cost.size())));
   std::partial_sort(cost.begin(), cost.begin() + n, cost.end());
-  ParallelFor(static_cast<int64_t>(n), num_threads, [&](int64_t k) { Get(cost[k].second); });
+  ParallelFor(static_cast<int64_t>(n), num_threads, [&](int64_t k) { Get(cost[k].second, true); });
 }
 
 const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,
                                                         const EarleySet& origin) const {
   constexpr size_t kFewUncertain = 16;  // not worth a context of their own
-  if (mask.uncertain.size() <= kFewUncertain) return mask.uncertain;
+  if (mask.inner->crossing.empty()) return mask.uncertain;  // empty
+  if (mask.has_uncertain && mask.uncertain.size() <= kFewUncertain) return mask.uncertain;
   // The nodes where this item's callers go on after its rule: the key of the context.
   thread_local std::vector<int32_t> follow;
   follow.clear();
@@ -268,14 +274,19 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     if (it != context_uncertain_.end()) return *it->second;
   }
   // The node's uncertain tokens that can go on in this context (still a superset of
-  // those the full parser accepts: past the callers' rules any context is assumed).
+  // those the full parser accepts: past the callers' rules any context is assumed),
+  // from those of every context if known, else from the crossing tokens.
   auto narrowed = std::make_unique<std::vector<int32_t>>();
-  ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
-  const std::vector<int32_t>& all = mask.uncertain;
-  WalkPositions(
-      tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
-      [&](size_t k) { narrowed->push_back(all[k]); });
-  narrowed->shrink_to_fit();
+  if (mask.has_uncertain) {
+    ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
+    const std::vector<int32_t>& all = mask.uncertain;
+    WalkPositions(
+        tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+        [&](size_t k) { narrowed->push_back(all[k]); });
+    narrowed->shrink_to_fit();
+  } else {
+    *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner);
+  }
   std::lock_guard<std::mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(narrowed));
   return *inserted.first->second;  // another thread's, if it was first

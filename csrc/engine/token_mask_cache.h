@@ -31,7 +31,10 @@ namespace xgr2 {
 // positions, ascending), left for the full parser at run time.
 struct NodeMask {
   std::shared_ptr<const InnerMask> inner;
+  // The crossing tokens that can go on in some context of this grammar, when computed
+  // (precompute); on demand, each caller context gets its own narrower list instead.
   std::vector<int32_t> uncertain;
+  bool has_uncertain = false;
 
   void OrInto(uint32_t* words) const { inner->accepted.OrInto(words); }
   size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
@@ -42,10 +45,13 @@ struct NodeMask {
 // rule could end on the way (see InnerMask).
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
 
-// The crossing tokens of `inner` that could go on after the rule in some context of this
-// grammar: call_targets[r] lists the nodes that follow a call of rule r anywhere, and
-// the parse continues at all of them, recursively (context expansion).
+// The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
+// (where its callers continue), then, as those rules end, wherever any call of them
+// continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
+// With follow = call_targets[rule of node], every context of the grammar (context
+// expansion).
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
                                      const InnerMask& inner);
 
@@ -56,8 +62,9 @@ class TokenMaskCache {
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
 
-  // The node's mask, computed on first use. Thread-safe.
-  const NodeMask& Get(int32_t node) const;
+  // The node's mask, computed on first use (with its uncertain tokens for every context
+  // when `all_contexts`). Thread-safe.
+  const NodeMask& Get(int32_t node, bool all_contexts = false) const;
   // Computes every node's mask now, on up to num_threads threads (0: all).
   void PrecomputeAll(int num_threads = 0) const;
   // Computes the `count` node masks estimated costliest: by the number of tokens whose
