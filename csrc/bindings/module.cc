@@ -54,7 +54,14 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
 }
 
 // A writable int32 numpy row view: validated here so that a wrong array is a clear error.
-uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
+// A validated int32 bitmask array: [rows, words] (or one row, 1-D), rows C-contiguous.
+struct BitmaskView {
+  int32_t* data;
+  int64_t rows;
+  int64_t row_stride;
+};
+
+BitmaskView CheckBitmask(nb::handle out, int32_t vocab_size) {
   nb::ndarray<nb::device::cpu> arr;
   if (!nb::try_cast(out, arr)) {
     throw nb::type_error("bitmask must be a writable numpy int32 array on the CPU");
@@ -70,14 +77,22 @@ uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
     throw nb::value_error(("bitmask rows must have " + std::to_string(words) + " int32 words for vocab_size " +
                            std::to_string(vocab_size) + ", got " + std::to_string(width)).c_str());
   }
+  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
   int64_t rows = arr.ndim() == 2 ? static_cast<int64_t>(arr.shape(0)) : 1;
-  if (row < 0 || row >= rows) {
-    throw nb::index_error(("row " + std::to_string(row) + " is outside the bitmask's " + std::to_string(rows) +
+  int64_t row_stride = arr.ndim() == 2 ? arr.stride(0) : 0;
+  return BitmaskView{static_cast<int32_t*>(arr.data()), rows, row_stride};
+}
+
+uint32_t* RowOf(const BitmaskView& view, int64_t row) {
+  if (row < 0 || row >= view.rows) {
+    throw nb::index_error(("row " + std::to_string(row) + " is outside the bitmask's " + std::to_string(view.rows) +
                            " rows").c_str());
   }
-  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
-  int64_t row_stride = arr.ndim() == 2 ? arr.stride(0) : 0;
-  return reinterpret_cast<uint32_t*>(static_cast<int32_t*>(arr.data()) + row * row_stride);
+  return reinterpret_cast<uint32_t*>(view.data + row * view.row_stride);
+}
+
+uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
+  return RowOf(CheckBitmask(out, vocab_size), row);
 }
 
 // Length of the longest prefix of `b` that ends on a UTF-8 character boundary.
@@ -129,11 +144,12 @@ void BatchFillBitmask(const std::vector<MatcherState>& states, nb::handle out, c
                            " rows").c_str());
   }
   int32_t vocab = states[0].VocabSize();
+  BitmaskView view = CheckBitmask(out, vocab);
   std::vector<uint32_t*> targets;
   targets.reserve(states.size());
   for (size_t i = 0; i < states.size(); ++i) {
     if (states[i].VocabSize() != vocab) throw nb::value_error("all states must share one vocabulary size");
-    targets.push_back(BitmaskRow(out, rows[i], vocab));
+    targets.push_back(RowOf(view, rows[i]));
   }
   nb::gil_scoped_release release;
   ParallelFor(static_cast<int64_t>(states.size()), num_threads,

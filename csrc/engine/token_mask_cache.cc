@@ -269,7 +269,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   std::string key(reinterpret_cast<const char*>(&node), sizeof(node));
   key.append(reinterpret_cast<const char*>(follow.data()), follow.size() * sizeof(int32_t));
   {
-    std::lock_guard<std::mutex> lock(context_mu_);
+    std::shared_lock<std::shared_mutex> lock(context_mu_);
     auto it = context_uncertain_.find(key);
     if (it != context_uncertain_.end()) return *it->second;
   }
@@ -287,7 +287,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   } else {
     *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner);
   }
-  std::lock_guard<std::mutex> lock(context_mu_);
+  std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(narrowed));
   return *inserted.first->second;  // another thread's, if it was first
 }
@@ -325,7 +325,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   thread_local std::string signature;
   bool memo = StackSignature(set, &signature);
   if (memo) {
-    std::lock_guard<std::mutex> lock(context_mu_);
+    std::shared_lock<std::shared_mutex> lock(context_mu_);
     auto it = walk_results_.find(signature);
     if (it != walk_results_.end()) {
       for (int32_t id : it->second) words[id >> 5] |= uint32_t{1} << (id & 31);
@@ -339,7 +339,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     int32_t id = sorted[pos];
     if ((words[id >> 5] >> (id & 31)) & 1) ids.push_back(id);
   }
-  std::lock_guard<std::mutex> lock(context_mu_);
+  std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
   walk_results_.emplace(signature, std::move(ids));
 }
@@ -381,7 +381,7 @@ int64_t TokenMaskCache::MemoryBytes() const {
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
     if (const NodeMask* m = masks_[i].load()) bytes += static_cast<int64_t>(m->MemoryBytes());
   }
-  std::lock_guard<std::mutex> lock(context_mu_);
+  std::shared_lock<std::shared_mutex> lock(context_mu_);
   for (const auto& [key, list] : context_uncertain_) {
     bytes += static_cast<int64_t>(key.size() + 4 * list->capacity() + 64);
   }

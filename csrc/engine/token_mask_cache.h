@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -89,7 +90,7 @@ class TokenMaskCache {
   const TokenizerInfo& tok_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
-  mutable std::mutex context_mu_;
+  mutable std::shared_mutex context_mu_;  // guards the two maps below
   mutable std::unordered_map<std::string, std::unique_ptr<const std::vector<int32_t>>> context_uncertain_;
   // Uncertain tokens the full parser accepted, by StackSignature of the state.
   mutable std::unordered_map<std::string, std::vector<int32_t>> walk_results_;
