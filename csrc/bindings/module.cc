@@ -77,8 +77,8 @@ BitmaskView CheckBitmask(nb::handle out, int32_t vocab_size) {
     throw nb::value_error(("bitmask rows must have " + std::to_string(words) + " int32 words for vocab_size " +
                            std::to_string(vocab_size) + ", got " + std::to_string(width)).c_str());
   }
-  if (arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
   int64_t rows = arr.ndim() == 2 ? static_cast<int64_t>(arr.shape(0)) : 1;
+  if (rows > 0 && arr.stride(arr.ndim() - 1) != 1) throw nb::value_error("bitmask rows must be C-contiguous");
   int64_t row_stride = arr.ndim() == 2 ? arr.stride(0) : 0;
   return BitmaskView{static_cast<int32_t*>(arr.data()), rows, row_stride};
 }
