@@ -28,6 +28,7 @@ from xgr2.demo import gguf_loader, llama  # noqa: E402
 from xgr2.demo.__main__ import chat_prompt, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
 from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
+from model_checks import greedy_cached_and_full  # noqa: E402
 
 MAX_TOKENS = 48
 BATCH = 3
@@ -132,15 +133,9 @@ def test_kv_cache_decode_matches_full_forward(smollm2):
     model, tokenizer, _, _ = smollm2
     prompt_ids = tokenizer.encode(PROMPT).ids
     max_len = cache_length(len(prompt_ids), MAX_TOKENS)  # the shapes of the other tests
-    logits, cache = model.prefill(np.asarray([prompt_ids] * BATCH, np.int32), max_len)
-    greedy, step_logits = [], []
-    for i in range(32):
-        step_logits.append(np.asarray(logits[0]))
-        greedy.append(int(np.argmax(step_logits[-1])))
-        logits, cache = model.decode_step(np.full(BATCH, greedy[-1], np.int32), len(prompt_ids) + i, cache)
-    full = np.asarray(model.forward(np.asarray([prompt_ids + greedy[:-1]], np.int32)))[0, len(prompt_ids) - 1:]
+    greedy, step_logits, full = greedy_cached_and_full(model, prompt_ids, max_len, BATCH)
     assert np.argmax(full, axis=-1).tolist() == greedy
-    np.testing.assert_allclose(np.stack(step_logits), full, atol=2e-3, rtol=0)
+    np.testing.assert_allclose(step_logits, full, atol=2e-3, rtol=0)
     assert tokenizer.decode(greedy).lstrip().startswith(("{", "```"))
 
 

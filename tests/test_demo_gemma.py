@@ -31,6 +31,7 @@ from xgr2.demo import gemma3, gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_SCHEMA, FEW_SHOT_PROMPT, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
 from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
+from model_checks import greedy_cached_and_full  # noqa: E402
 
 # --- no model needed: a tiny random Gemma 3 -----------------------------------------------
 
@@ -207,15 +208,9 @@ def test_gemma_kv_cache_decode_matches_full_forward(gemma):
     """(b) 32 greedy tokens of the cached decode step equal a full causal pass over the sequence."""
     model, tokenizer, _ = gemma
     prompt_ids = tokenizer.encode(FEW_SHOT_PROMPT).ids
-    logits, cache = model.prefill(np.asarray([prompt_ids] * BATCH, np.int32), _max_len(tokenizer))
-    greedy, step_logits = [], []
-    for i in range(32):
-        step_logits.append(np.asarray(logits[0]))
-        greedy.append(int(np.argmax(step_logits[-1])))
-        logits, cache = model.decode_step(np.full(BATCH, greedy[-1], np.int32), len(prompt_ids) + i, cache)
-    full = np.asarray(model.forward(np.asarray([prompt_ids + greedy[:-1]], np.int32)))[0, len(prompt_ids) - 1:]
+    greedy, step_logits, full = greedy_cached_and_full(model, prompt_ids, _max_len(tokenizer), BATCH)
     assert np.argmax(full, axis=-1).tolist() == greedy
-    np.testing.assert_allclose(np.stack(step_logits), full, atol=2e-3, rtol=0)
+    np.testing.assert_allclose(step_logits, full, atol=2e-3, rtol=0)
     assert tokenizer.decode(greedy).startswith('{"name": "')  # the model follows the few-shot pattern
 
 

@@ -121,21 +121,23 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   auto mask = std::make_shared<InnerMask>();
   std::vector<int32_t> accepted;
-  for (int32_t i = 0, n = t.size(); i < n;) {
-    size_t d = t.depth[i];
-    EarleySet* next = sets[d];
-    next->parent = path[d - 1];
-    ended = false;
-    if (!parser.Advance(*path[d - 1], t.byte[i], next)) {
-      if (ended_by[d - 1]) mask->crossing.push_back(i);
-      i = t.next[i];  // every token below fails here too
-      continue;
-    }
-    path[d] = next;
-    ended_by[d] = ended_by[d - 1] || ended;
-    for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(sorted[t.first_pos[i] + k]);
-    ++i;
-  }
+  WalkTrie(
+      t, 0, t.size(),
+      [&](size_t d, uint8_t byte) {
+        EarleySet* next = sets[d + 1];
+        next->parent = path[d];
+        ended = false;
+        if (!parser.Advance(*path[d], byte, next)) return false;
+        path[d + 1] = next;
+        ended_by[d + 1] = ended_by[d] || ended;
+        return true;
+      },
+      [&](int32_t i) {
+        for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(sorted[t.first_pos[i] + k]);
+      },
+      [&](int32_t i) {
+        if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(i);
+      });
   mask->accepted = AcceptedSet::FromIds(accepted, tok.vocab_size());
   mask->crossing.shrink_to_fit();
   return mask;
@@ -163,15 +165,13 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
     path = &s;
     valid = alive ? depth - 1 : 0;
     if (!alive) continue;  // not reached: the inner parse lives on every proper prefix
-    for (int32_t i = root, end = t.next[root]; i < end;) {
-      if (!walk.Step(t.depth[i] - 1, t.byte[i])) {
-        i = t.next[i];
-        continue;
-      }
-      // The inner parse died at `root`, so whatever lives here lives after the rule.
-      for (int32_t k = 0; k < t.num_tokens[i]; ++k) uncertain.push_back(t.first_pos[i] + k);
-      ++i;
-    }
+    // The inner parse died at `root`, so whatever lives below lives after the rule.
+    WalkTrie(
+        t, root, t.next[root], [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+        [&](int32_t i) {
+          for (int32_t k = 0; k < t.num_tokens[i]; ++k) uncertain.push_back(t.first_pos[i] + k);
+        },
+        [](int32_t) {});
   }
   uncertain.shrink_to_fit();
   return uncertain;

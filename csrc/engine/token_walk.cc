@@ -27,38 +27,25 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   thread_local std::vector<const EarleySet*> path;
   path.resize(max_depth);
   path[0] = &start;
+  auto step = [&](size_t d, uint8_t byte) {
+    EarleySet* next = sets[d + 1].get();
+    next->parent = path[d];
+    if (!parser.Advance(*path[d], byte, next)) return false;
+    path[d + 1] = next;
+    return true;
+  };
+  auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();
-    for (int32_t i = 0, n = t.size(); i < n;) {
-      size_t d = t.depth[i];
-      EarleySet* next = sets[d].get();
-      next->parent = path[d - 1];
-      if (!parser.Advance(*path[d - 1], t.byte[i], next)) {
-        i = t.next[i];
-        continue;
-      }
-      path[d] = next;
-      for (int32_t k = 0; k < t.num_tokens[i]; ++k) {
-        int32_t id = sorted[t.first_pos[i] + k];
-        words[id >> 5] |= uint32_t{1} << (id & 31);
-      }
-      ++i;
-    }
+    WalkTrie(
+        t, 0, t.size(), step,
+        [&](int32_t i) {
+          for (int32_t k = 0; k < t.num_tokens[i]; ++k) accept(sorted[t.first_pos[i] + k]);
+        },
+        [](int32_t) {});
     return;
   }
-  WalkPositions(
-      tok, positions, count,
-      [&](size_t d, uint8_t byte) {
-        EarleySet* next = sets[d + 1].get();
-        next->parent = path[d];
-        if (!parser.Advance(*path[d], byte, next)) return false;
-        path[d + 1] = next;
-        return true;
-      },
-      [&](size_t k) {
-        int32_t id = sorted[positions[k]];
-        words[id >> 5] |= uint32_t{1} << (id & 31);
-      });
+  WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });
 }
 
 }  // namespace xgr2

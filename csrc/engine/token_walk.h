@@ -22,6 +22,22 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
   return lcp;
 }
 
+// Visits the trie nodes [begin, end) (whole subtrees) in preorder, one parser state per
+// depth: step(d, byte) extends the path at depth d (0: before the token) by the node's
+// byte and returns whether it lives; then on_alive(i) is called, else on_dead(i), and the
+// node's subtree is skipped (every token below fails at the same byte).
+template <class Step, class OnAlive, class OnDead>
+void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead) {
+  for (int32_t i = begin; i < end;) {
+    if (step(static_cast<size_t>(t.depth[i]) - 1, t.byte[i])) {
+      on_alive(i++);
+    } else {
+      on_dead(i);
+      i = t.next[i];
+    }
+  }
+}
+
 // Walks the tokens at sorted-vocabulary positions[0..count) (ascending) byte by byte,
 // sharing the work of common prefixes: step(d, byte) extends the path at depth d (0:
 // before the token) by one byte and returns whether it lives; on_token(k) is called for

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .llama import _rmsnorm, _rope
+from .llama import _attention, _rmsnorm, _rope
 
 Params = dict[str, Any]  # {"embed": [V, D], "norm": [D], "layers": [{...}, ...]}
 
@@ -64,11 +64,6 @@ class Gemma3Config:
     global_every: int = 6             # layer i is global iff (i + 1) % global_every == 0
     rope_global_base: float = 1_000_000.0
     rope_local_base: float = 10_000.0
-
-    @property
-    def attn_scale(self) -> float:
-        """Scores are ``q . k / sqrt(head_dim)`` (Gemma's ``query_pre_attn_scalar`` = 256 = head_dim)."""
-        return 1.0 / math.sqrt(self.head_dim)
 
     def is_global(self, layer: int) -> bool:
         return (layer + 1) % self.global_every == 0
@@ -137,17 +132,6 @@ def init_params(cfg: Gemma3Config, key: jax.Array, scale: float = 0.1) -> Params
     return {"embed": jax.random.normal(next(keys), (cfg.vocab_size, d)), "norm": jnp.ones(d), "layers": layers}
 
 
-def _attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, scale: float) -> jax.Array:
-    """Grouped-query attention: q [B, S, H, Dh], k/v [B, T, KV, Dh], mask bool [S, T] -> [B, S, H * Dh]."""
-    b, s, h, dh = q.shape
-    kv = k.shape[2]
-    q = q.reshape(b, s, kv, h // kv, dh)
-    scores = jnp.einsum("bskgd,btkd->bkgst", q, k) * scale
-    scores = jnp.where(mask[None, None, None], scores, -jnp.inf)
-    out = jnp.einsum("bkgst,btkd->bskgd", jax.nn.softmax(scores, axis=-1), v)
-    return out.reshape(b, s, h * dh)
-
-
 def _transformer(params: Params, tokens: jax.Array, start: jax.Array, cache: KVCache | None,
                  cfg: Gemma3Config) -> tuple[jax.Array, list[tuple[jax.Array, jax.Array]]]:
     """Final hidden states [B, S, D] of ``tokens`` [B, S] at positions ``start ...``, and
@@ -183,7 +167,7 @@ def _transformer(params: Params, tokens: jax.Array, start: jax.Array, cache: KVC
         mask = (key_positions[None, :] >= 0) & (distance >= 0)
         if not cfg.is_global(i):
             mask &= distance < cfg.sliding_window
-        h = _attention(q, k, v, mask, cfg.attn_scale) @ layer["wo"]
+        h = _attention(q, k, v, mask) @ layer["wo"]  # scores / sqrt(head_dim): query_pre_attn_scalar = 256
         x = x + _rmsnorm(h, layer["post_attn_norm"], cfg.norm_eps)
         h = _rmsnorm(x, layer["ffn_norm"], cfg.norm_eps)
         h = (jax.nn.gelu(h @ layer["w_gate"], approximate=True) * (h @ layer["w_up"])) @ layer["w_down"]

@@ -1,0 +1,17 @@
+"""Shared checks of the demo's JAX models (tests/test_demo.py, tests/test_demo_gemma.py)."""
+
+import numpy as np
+
+
+def greedy_cached_and_full(model, prompt_ids: list[int], max_len: int, batch: int, steps: int = 32):
+    """Greedy decoding with the KV cache (``batch`` copies of the prompt, row 0 read) and a
+    full causal pass over the same sequence: the greedy tokens, the logits of each cached
+    step [steps, V], and the full pass's logits at the same positions [steps, V]."""
+    logits, cache = model.prefill(np.asarray([prompt_ids] * batch, np.int32), max_len)
+    greedy, step_logits = [], []
+    for i in range(steps):
+        step_logits.append(np.asarray(logits[0]))
+        greedy.append(int(np.argmax(step_logits[-1])))
+        logits, cache = model.decode_step(np.full(batch, greedy[-1], np.int32), len(prompt_ids) + i, cache)
+    full = np.asarray(model.forward(np.asarray([prompt_ids + greedy[:-1]], np.int32)))[0, len(prompt_ids) - 1:]
+    return greedy, np.stack(step_logits), full
