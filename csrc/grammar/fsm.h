@@ -20,6 +20,15 @@ using ByteSet = std::array<uint64_t, 4>;
 
 inline bool ByteSetHas(const ByteSet& s, uint8_t b) { return (s[b >> 6] >> (b & 63)) & 1; }
 
+// Adds the bytes [lo, hi], a word at a time.
+inline void ByteSetAddRange(ByteSet& s, uint8_t lo, uint8_t hi) {
+  for (int w = lo >> 6; w <= hi >> 6; ++w) {
+    int a = w == lo >> 6 ? lo & 63 : 0, b = w == hi >> 6 ? hi & 63 : 63;
+    uint64_t upto_b = b == 63 ? ~uint64_t{0} : (uint64_t{1} << (b + 1)) - 1;
+    s[w] |= upto_b & ~((uint64_t{1} << a) - 1);
+  }
+}
+
 struct GrammarFsm {
   int32_t root = 0;
   std::vector<int32_t> rule_start;      // start node of each rule

@@ -1,22 +1,14 @@
 // IR -> Thompson NFA per rule -> subset construction -> pruning.
 #include <algorithm>
 #include <functional>
-#include <map>
 
+#include "grammar/determinize.h"
 #include "grammar/fsm.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
 namespace {
-
-constexpr int kEps = -2;  // NfaEdge::rule value of an epsilon edge
-
-struct NfaEdge {
-  uint8_t lo, hi;
-  int32_t rule;  // -1 byte edge, kEps epsilon, >= 0 rule edge
-  int32_t target;
-};
 
 class NfaBuilder {
  public:
@@ -28,11 +20,10 @@ class NfaBuilder {
       throw GrammarError("grammar too large: automata exceed " +
                          std::to_string(GrammarLimits::kMaxNfaNodes) + " nodes (large repetition bounds?)");
     }
-    edges_.emplace_back();
-    return static_cast<int32_t>(edges_.size()) - 1;
+    return num_nodes_++;
   }
-  void Add(int32_t from, NfaEdge e) { edges_[from].push_back(e); }
-  void Eps(int32_t from, int32_t to) { Add(from, {0, 0, kEps, to}); }
+  void Add(int32_t from, NfaEdge e) { edges_.emplace_back(from, e); }
+  void Eps(int32_t from, int32_t to) { Add(from, {0, 0, kNfaEpsilon, to}); }
 
   // Adds the language of `expr` from `from`; returns the end node.
   int32_t Build(int32_t expr, int32_t from) {
@@ -99,7 +90,17 @@ class NfaBuilder {
     return from;
   }
 
-  std::vector<std::vector<NfaEdge>> TakeEdges() { return std::move(edges_); }
+  // The automaton built so far, edges grouped by source node (in order of addition).
+  Nfa Take() const {
+    Nfa nfa;
+    nfa.begin.assign(num_nodes_ + 1, 0);
+    for (const auto& [from, e] : edges_) ++nfa.begin[from + 1];
+    for (int32_t n = 0; n < num_nodes_; ++n) nfa.begin[n + 1] += nfa.begin[n];
+    nfa.edges.resize(edges_.size());
+    std::vector<int32_t> fill(nfa.begin.begin(), nfa.begin.end() - 1);
+    for (const auto& [from, e] : edges_) nfa.edges[fill[from]++] = e;
+    return nfa;
+  }
 
  private:
   int32_t BuildClass(const Expr& e, int32_t from) {
@@ -131,7 +132,8 @@ class NfaBuilder {
   const GrammarIR& g_;
   const std::vector<uint8_t>& inlined_;
   int64_t* budget_;
-  std::vector<std::vector<NfaEdge>> edges_;
+  int32_t num_nodes_ = 0;
+  std::vector<std::pair<int32_t, NfaEdge>> edges_;  // (source, edge)
 };
 
 // Rules small enough to copy into their callers' automata: not the root, no rule
@@ -194,96 +196,6 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   return inlined;
 }
 
-struct RuleDfa {
-  std::vector<uint8_t> final;
-  std::vector<std::vector<FsmEdge>> edges;  // local targets
-};
-
-// Epsilon closure; `stamp`/`epoch` make the visited check O(1) without clearing.
-std::vector<int32_t> Closure(const std::vector<std::vector<NfaEdge>>& nfa, std::vector<int32_t> set,
-                             std::vector<uint32_t>* stamp, uint32_t* epoch) {
-  uint32_t mark = ++*epoch;
-  std::vector<int32_t> unique;
-  for (int32_t n : set) {
-    if ((*stamp)[n] != mark) (*stamp)[n] = mark, unique.push_back(n);
-  }
-  set.swap(unique);
-  for (size_t i = 0; i < set.size(); ++i) {
-    for (const NfaEdge& e : nfa[set[i]]) {
-      if (e.rule == kEps && (*stamp)[e.target] != mark) {
-        (*stamp)[e.target] = mark;
-        set.push_back(e.target);
-      }
-    }
-  }
-  std::sort(set.begin(), set.end());
-  return set;
-}
-
-RuleDfa Determinize(const GrammarIR& g, int32_t rule, const std::vector<std::vector<NfaEdge>>& nfa,
-                    int32_t nfa_final) {
-  RuleDfa dfa;
-  std::vector<uint32_t> stamp(nfa.size(), 0);
-  uint32_t epoch = 0;
-  auto closure = [&](std::vector<int32_t> s) { return Closure(nfa, std::move(s), &stamp, &epoch); };
-  std::map<std::vector<int32_t>, int32_t> ids;
-  std::vector<std::vector<int32_t>> sets;
-  auto intern = [&](std::vector<int32_t> s) {
-    auto it = ids.find(s);
-    if (it != ids.end()) return it->second;
-    int32_t id = static_cast<int32_t>(sets.size());
-    if (id >= GrammarLimits::kMaxDfaNodesPerRule) {
-      throw GrammarError("grammar too large: rule `" + g.rules[rule].name + "` needs more than " +
-                         std::to_string(GrammarLimits::kMaxDfaNodesPerRule) + " automaton states");
-    }
-    ids.emplace(s, id);
-    sets.push_back(std::move(s));
-    return id;
-  };
-  intern(closure({0}));
-  for (size_t d = 0; d < sets.size(); ++d) {
-    std::vector<int32_t> members = sets[d];  // copy: `sets` may grow
-    bool is_final = std::binary_search(members.begin(), members.end(), nfa_final);
-    std::vector<int> cuts;
-    std::map<int32_t, std::vector<int32_t>> rule_targets;
-    std::vector<const NfaEdge*> byte_edges;
-    for (int32_t n : members) {
-      for (const NfaEdge& e : nfa[n]) {
-        if (e.rule == -1) {
-          byte_edges.push_back(&e);
-          cuts.push_back(e.lo);
-          cuts.push_back(e.hi + 1);
-        } else if (e.rule >= 0) {
-          rule_targets[e.rule].push_back(e.target);
-        }
-      }
-    }
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
-    std::vector<FsmEdge> out;
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      int lo = cuts[c], hi = cuts[c + 1] - 1;
-      std::vector<int32_t> targets;
-      for (const NfaEdge* e : byte_edges) {
-        if (e->lo <= lo && hi <= e->hi) targets.push_back(e->target);
-      }
-      if (targets.empty()) continue;
-      int32_t t = intern(closure(std::move(targets)));
-      if (!out.empty() && out.back().rule < 0 && out.back().target == t && out.back().hi + 1 == lo) {
-        out.back().hi = static_cast<uint8_t>(hi);
-      } else {
-        out.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
-      }
-    }
-    for (auto& [r, targets] : rule_targets) {
-      out.push_back({0, 0, r, intern(closure(targets))});
-    }
-    dfa.final.push_back(is_final);
-    dfa.edges.push_back(std::move(out));
-  }
-  return dfa;
-}
-
 // Whether a final node is reachable from the start through edges that pass `edge_ok`.
 template <typename EdgeOk>
 bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok) {
@@ -294,7 +206,8 @@ bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok) {
     int32_t n = stack.back();
     stack.pop_back();
     if (d.final[n]) return true;
-    for (const FsmEdge& e : d.edges[n]) {
+    for (int32_t i = d.begin[n]; i < d.begin[n + 1]; ++i) {
+      const FsmEdge& e = d.edges[i];
       if (edge_ok(e) && !seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
     }
   }
@@ -309,20 +222,21 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   std::vector<RuleDfa> dfas;
   std::vector<uint8_t> inlined = InlinableRules(g);
   for (int32_t r = 0; r < num_rules; ++r) {
+    if (inlined[r]) {  // copied into every caller: its own automaton is never entered
+      dfas.push_back(RuleDfa{{0}, {0, 0}, {}});
+      continue;
+    }
     NfaBuilder nb(g, inlined, &budget);
     int32_t start = nb.NewNode();
     int32_t end = nb.Build(g.rules[r].body, start);
-    auto nfa = nb.TakeEdges();
-    dfas.push_back(Determinize(g, r, nfa, end));
+    dfas.push_back(Determinize(nb.Take(), start, end, g.rules[r].name));
   }
 
   // Rules that reference each rule, for worklist fixpoints.
   std::vector<std::vector<int32_t>> callers(num_rules);
   for (int32_t r = 0; r < num_rules; ++r) {
-    for (const auto& edges : dfas[r].edges) {
-      for (const FsmEdge& e : edges) {
-        if (e.rule >= 0) callers[e.rule].push_back(r);
-      }
+    for (const FsmEdge& e : dfas[r].edges) {
+      if (e.rule >= 0) callers[e.rule].push_back(r);
     }
   }
   for (auto& c : callers) {
@@ -356,30 +270,38 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
 
   // Drop edges into unproductive rules and into nodes that cannot reach a final node.
   for (auto& d : dfas) {
-    int32_t n = static_cast<int32_t>(d.final.size());
-    for (auto& edges : d.edges) {
-      edges.erase(std::remove_if(edges.begin(), edges.end(),
-                                 [&](const FsmEdge& e) { return e.rule >= 0 && !productive[e.rule]; }),
-                  edges.end());
-    }
-    std::vector<std::vector<int32_t>> preds(n);
+    int32_t n = d.NumNodes();
+    std::vector<int32_t> preds_begin(n + 1, 0), preds;
+    for (const FsmEdge& e : d.edges) ++preds_begin[e.target + 1];
+    for (int32_t i = 0; i < n; ++i) preds_begin[i + 1] += preds_begin[i];
+    preds.resize(d.edges.size());
+    std::vector<int32_t> fill(preds_begin.begin(), preds_begin.end() - 1);
     std::vector<int32_t> stack;
     std::vector<uint8_t> live(n, 0);
     for (int32_t i = 0; i < n; ++i) {
-      for (const FsmEdge& e : d.edges[i]) preds[e.target].push_back(i);
+      for (int32_t k = d.begin[i]; k < d.begin[i + 1]; ++k) {
+        if (d.edges[k].rule < 0 || productive[d.edges[k].rule]) preds[fill[d.edges[k].target]++] = i;
+      }
       if (d.final[i]) live[i] = 1, stack.push_back(i);
     }
     while (!stack.empty()) {
       int32_t i = stack.back();
       stack.pop_back();
-      for (int32_t p : preds[i]) {
-        if (!live[p]) live[p] = 1, stack.push_back(p);
+      for (int32_t k = preds_begin[i]; k < fill[i]; ++k) {
+        if (!live[preds[k]]) live[preds[k]] = 1, stack.push_back(preds[k]);
       }
     }
-    for (auto& edges : d.edges) {
-      edges.erase(std::remove_if(edges.begin(), edges.end(), [&](const FsmEdge& e) { return !live[e.target]; }),
-                  edges.end());
+    size_t kept = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      int32_t from = d.begin[i];
+      d.begin[i] = static_cast<int32_t>(kept);
+      for (int32_t k = from; k < d.begin[i + 1]; ++k) {
+        const FsmEdge& e = d.edges[k];
+        if (live[e.target] && (e.rule < 0 || productive[e.rule])) d.edges[kept++] = e;
+      }
     }
+    d.begin[n] = static_cast<int32_t>(kept);
+    d.edges.resize(kept);
   }
 
   // Nullable rules reach a final node from the start through nullable rule edges only.
@@ -392,26 +314,26 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   int32_t offset = 0;
   for (int32_t r = 0; r < num_rules; ++r) {
     fsm.rule_start.push_back(offset);
-    offset += static_cast<int32_t>(dfas[r].final.size());
+    offset += dfas[r].NumNodes();
   }
   fsm.edge_begin.push_back(0);
   for (int32_t r = 0; r < num_rules; ++r) {
     const RuleDfa& d = dfas[r];
-    for (size_t i = 0; i < d.final.size(); ++i) {
+    for (int32_t i = 0; i < d.NumNodes(); ++i) {
       fsm.node_rule.push_back(r);
       fsm.node_final.push_back(d.final[i]);
       ByteSet first{};
       int32_t byte_edges = 0;
-      for (const FsmEdge& e : d.edges[i]) {
-        if (e.rule >= 0) continue;
-        ++byte_edges;
-        for (int b = e.lo; b <= e.hi; ++b) first[b >> 6] |= uint64_t{1} << (b & 63);
-        fsm.edges.push_back({e.lo, e.hi, -1, e.target + fsm.rule_start[r]});
+      for (int32_t k = d.begin[i]; k < d.begin[i + 1]; ++k) {  // byte edges come first
+        FsmEdge e = d.edges[k];
+        if (e.rule < 0) {
+          ++byte_edges;
+          ByteSetAddRange(first, e.lo, e.hi);
+        }
+        e.target += fsm.rule_start[r];
+        fsm.edges.push_back(e);
       }
       fsm.rule_edge_begin.push_back(fsm.edge_begin.back() + byte_edges);
-      for (const FsmEdge& e : d.edges[i]) {
-        if (e.rule >= 0) fsm.edges.push_back({0, 0, e.rule, e.target + fsm.rule_start[r]});
-      }
       fsm.first_bytes.push_back(first);
       fsm.edge_begin.push_back(static_cast<int32_t>(fsm.edges.size()));
     }

@@ -1,0 +1,162 @@
+#include "grammar/determinize.h"
+
+#include <algorithm>
+
+#include "xgr2/errors.h"
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+namespace {
+
+// Distinct sorted sets of NFA nodes, numbered in order of arrival, in one flat pool
+// with an open-addressing index.
+class SetTable {
+ public:
+  int32_t size() const { return static_cast<int32_t>(hashes_.size()); }
+
+  // The number of `set`; a new one when not seen before.
+  int32_t Intern(const std::vector<int32_t>& set, const std::string& rule_name) {
+    if ((hashes_.size() + 1) * 2 > slots_.size()) Grow();
+    uint64_t h = Hash(set);
+    size_t mask = slots_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      int32_t id = slots_[i];
+      if (id < 0) {
+        id = size();
+        if (id >= GrammarLimits::kMaxDfaNodesPerRule) {
+          throw GrammarError("grammar too large: rule `" + rule_name + "` needs more than " +
+                             std::to_string(GrammarLimits::kMaxDfaNodesPerRule) + " automaton states");
+        }
+        slots_[i] = id;
+        hashes_.push_back(h);
+        pool_.insert(pool_.end(), set.begin(), set.end());
+        offsets_.push_back(static_cast<int32_t>(pool_.size()));
+        return id;
+      }
+      if (hashes_[id] == h && std::equal(set.begin(), set.end(), pool_.begin() + offsets_[id],
+                                         pool_.begin() + offsets_[id + 1])) {
+        return id;
+      }
+    }
+  }
+
+  void Get(int32_t id, std::vector<int32_t>* out) const {
+    out->assign(pool_.begin() + offsets_[id], pool_.begin() + offsets_[id + 1]);
+  }
+
+ private:
+  static uint64_t Hash(const std::vector<int32_t>& set) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ set.size();
+    for (int32_t x : set) h = (h ^ static_cast<uint32_t>(x)) * 0xFF51AFD7ED558CCDull;
+    return h ^ (h >> 32);
+  }
+
+  void Grow() {
+    slots_.assign(std::max<size_t>(16, slots_.size() * 2), -1);
+    size_t mask = slots_.size() - 1;
+    for (int32_t id = 0; id < size(); ++id) {
+      size_t i = hashes_[id] & mask;
+      while (slots_[i] >= 0) i = (i + 1) & mask;
+      slots_[i] = id;
+    }
+  }
+
+  std::vector<int32_t> slots_;     // set number, or -1
+  std::vector<uint64_t> hashes_;   // per set
+  std::vector<int32_t> pool_;      // members of every set, back to back
+  std::vector<int32_t> offsets_ = {0};
+};
+
+// Replaces `set` by its epsilon closure, sorted. `stamp`/`epoch` give an O(1) visited
+// check without clearing.
+void Closure(const Nfa& nfa, std::vector<int32_t>* set, std::vector<uint32_t>* stamp, uint32_t* epoch) {
+  uint32_t mark = ++*epoch;
+  size_t kept = 0;
+  for (int32_t n : *set) {
+    if ((*stamp)[n] != mark) (*stamp)[n] = mark, (*set)[kept++] = n;
+  }
+  set->resize(kept);
+  for (size_t i = 0; i < set->size(); ++i) {
+    int32_t n = (*set)[i];
+    for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) {
+      const NfaEdge& edge = nfa.edges[e];
+      if (edge.rule == kNfaEpsilon && (*stamp)[edge.target] != mark) {
+        (*stamp)[edge.target] = mark;
+        set->push_back(edge.target);
+      }
+    }
+  }
+  std::sort(set->begin(), set->end());
+}
+
+}  // namespace
+
+RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name) {
+  RuleDfa dfa;
+  SetTable table;
+  std::vector<uint32_t> stamp(nfa.NumNodes(), 0);
+  uint32_t epoch = 0;
+  std::vector<int32_t> set = {start};
+  Closure(nfa, &set, &stamp, &epoch);
+  table.Intern(set, rule_name);
+  dfa.begin.push_back(0);
+
+  std::vector<int32_t> members;
+  std::vector<const NfaEdge*> byte_edges, active;
+  std::vector<std::pair<int32_t, int32_t>> rule_edges;  // (rule, NFA target)
+  std::vector<int> cuts;
+  for (int32_t d = 0; d < table.size(); ++d) {
+    table.Get(d, &members);
+    byte_edges.clear(), rule_edges.clear(), cuts.clear();
+    for (int32_t n : members) {
+      for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) {
+        const NfaEdge& edge = nfa.edges[e];
+        if (edge.rule == -1) {
+          byte_edges.push_back(&edge);
+          cuts.push_back(edge.lo);
+          cuts.push_back(edge.hi + 1);
+        } else if (edge.rule >= 0) {
+          rule_edges.emplace_back(edge.rule, edge.target);
+        }
+      }
+    }
+    // Sweep the elementary byte intervals between cut points in ascending order,
+    // keeping the edges that cover the current one.
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    std::sort(byte_edges.begin(), byte_edges.end(), [](const NfaEdge* a, const NfaEdge* b) { return a->lo < b->lo; });
+    active.clear();
+    size_t next = 0;
+    size_t first_edge = dfa.edges.size();
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      int lo = cuts[c], hi = cuts[c + 1] - 1;
+      while (next < byte_edges.size() && byte_edges[next]->lo <= lo) active.push_back(byte_edges[next++]);
+      active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
+                   active.end());
+      if (active.empty()) continue;
+      set.clear();
+      for (const NfaEdge* e : active) set.push_back(e->target);
+      Closure(nfa, &set, &stamp, &epoch);
+      int32_t t = table.Intern(set, rule_name);
+      FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
+      if (last && last->target == t && last->hi + 1 == lo) {
+        last->hi = static_cast<uint8_t>(hi);
+      } else {
+        dfa.edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
+      }
+    }
+    std::sort(rule_edges.begin(), rule_edges.end());
+    for (size_t i = 0; i < rule_edges.size();) {
+      int32_t rule = rule_edges[i].first;
+      set.clear();
+      for (; i < rule_edges.size() && rule_edges[i].first == rule; ++i) set.push_back(rule_edges[i].second);
+      Closure(nfa, &set, &stamp, &epoch);
+      dfa.edges.push_back({0, 0, rule, table.Intern(set, rule_name)});
+    }
+    dfa.final.push_back(std::binary_search(members.begin(), members.end(), nfa_final));
+    dfa.begin.push_back(static_cast<int32_t>(dfa.edges.size()));
+  }
+  return dfa;
+}
+
+}  // namespace xgr2

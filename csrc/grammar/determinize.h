@@ -1,0 +1,40 @@
+// Subset construction of one rule's automaton: a Thompson NFA over bytes, rule
+// references and epsilon edges becomes a DFA over bytes and rule references.
+// Everything is kept in flat arrays (edges of node n at [begin[n], begin[n+1])), so a
+// small rule costs a few allocations, not a few per node: compile time matters for
+// grammars built per request (JSON Schemas).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "grammar/fsm.h"
+
+namespace xgr2 {
+
+constexpr int32_t kNfaEpsilon = -2;  // NfaEdge::rule of an epsilon edge
+
+struct NfaEdge {
+  uint8_t lo = 0, hi = 0;  // byte edge: bytes [lo, hi]
+  int32_t rule = -1;       // -1: byte edge, kNfaEpsilon, >= 0: rule edge
+  int32_t target = 0;
+};
+
+struct Nfa {
+  std::vector<int32_t> begin;  // edges of node n: [begin[n], begin[n + 1])
+  std::vector<NfaEdge> edges;
+  int32_t NumNodes() const { return static_cast<int32_t>(begin.size()) - 1; }
+};
+
+struct RuleDfa {
+  std::vector<uint8_t> final;
+  std::vector<int32_t> begin;  // edges of node n: [begin[n], begin[n + 1]); targets local
+  std::vector<FsmEdge> edges;  // byte edges (ascending, disjoint) first, then rule edges
+  int32_t NumNodes() const { return static_cast<int32_t>(final.size()); }
+};
+
+// The DFA of the NFA from node `start`, final where `nfa_final` is reached. Throws
+// GrammarError naming `rule_name` past GrammarLimits::kMaxDfaNodesPerRule nodes.
+RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
+
+}  // namespace xgr2
