@@ -139,7 +139,8 @@ bool EarleyParser::Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) 
       out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->parent == nullptr;
       if (ends && it.origin == watched_) *watch_hit_ = true;
       if (fsm_.HasEdges(t)) {
-        out->items.assign(1, EarleyItem{t, it.origin});
+        out->items.resize(1);  // not assign(): no allocation once the set has held an item
+        out->items[0] = EarleyItem{t, it.origin};
         out->next_bytes = fsm_.first_bytes[t];
       } else {
         out->items.clear();
