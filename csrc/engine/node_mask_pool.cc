@@ -4,27 +4,17 @@
 
 namespace xgr2 {
 
-AcceptedSet AcceptedSet::FromIds(const std::vector<int32_t>& ids, int32_t vocab_size) {
+AcceptedSet AcceptedSet::FromIds(std::vector<int32_t> ids, int32_t vocab_size) {
   AcceptedSet set;
   set.count = static_cast<int64_t>(ids.size());
   size_t num_words = (static_cast<size_t>(vocab_size) + 31) / 32;
-  if (ids.size() <= 1024) {  // few: sorting is cheaper than a pass over a bitset
-    set.ids = ids;
-    std::sort(set.ids.begin(), set.ids.end());
+  if (ids.size() <= num_words) {  // no larger than the bitset; OrInto needs no order
+    ids.shrink_to_fit();
+    set.ids = std::move(ids);
     return set;
   }
-  std::vector<uint32_t> words(num_words, 0);
-  for (int32_t id : ids) words[id >> 5] |= uint32_t{1} << (id & 31);
-  if (ids.size() > num_words) {  // a bitset is smaller than the id list
-    set.words = std::move(words);
-    return set;
-  }
-  set.ids.reserve(ids.size());  // ascending, read off the bitset (no sort)
-  for (size_t w = 0; w < num_words; ++w) {
-    for (uint32_t bits = words[w]; bits; bits &= bits - 1) {
-      set.ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)));
-    }
-  }
+  set.words.assign(num_words, 0);
+  for (int32_t id : ids) set.words[id >> 5] |= uint32_t{1} << (id & 31);
   return set;
 }
 
@@ -34,11 +24,6 @@ void AcceptedSet::OrInto(uint32_t* out) const {
   } else {
     for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
   }
-}
-
-bool AcceptedSet::Has(int32_t id) const {
-  if (!words.empty()) return (words[id >> 5] >> (id & 31)) & 1;
-  return std::binary_search(ids.begin(), ids.end(), id);
 }
 
 std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) {

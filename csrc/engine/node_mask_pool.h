@@ -12,13 +12,13 @@ namespace xgr2 {
 
 // The tokens a node accepts whatever its rule's callers are, stored adaptively.
 struct AcceptedSet {
-  std::vector<int32_t> ids;     // sorted token ids, when few are accepted
+  std::vector<int32_t> ids;     // token ids (any order), when few are accepted
   std::vector<uint32_t> words;  // a bitset over token ids, when many are
   int64_t count = 0;
 
-  static AcceptedSet FromIds(const std::vector<int32_t>& ids, int32_t vocab_size);
+  // Keeps whichever of the two forms is smaller; `ids` must be distinct.
+  static AcceptedSet FromIds(std::vector<int32_t> ids, int32_t vocab_size);
   void OrInto(uint32_t* out) const;
-  bool Has(int32_t id) const;
   size_t MemoryBytes() const { return 4 * (ids.capacity() + words.capacity()); }
 };
 

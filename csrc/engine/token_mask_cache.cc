@@ -141,7 +141,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
       [&](int32_t i) {
         if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(i);
       });
-  mask->accepted = AcceptedSet::FromIds(accepted, tok.vocab_size());
+  mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   mask->crossing.shrink_to_fit();
   return mask;
 }
