@@ -67,9 +67,13 @@ class SetTable {
   std::vector<int32_t> offsets_ = {0};
 };
 
-// Replaces `set` by its epsilon closure, sorted. `stamp`/`epoch` give an O(1) visited
-// check without clearing.
-void Closure(const Nfa& nfa, std::vector<int32_t>* set, std::vector<uint32_t>* stamp, uint32_t* epoch) {
+// Replaces `set` by its epsilon closure, sorted, keeping only the nodes that matter for
+// what follows (`kept`: a byte or rule edge out, or the final node). Sets differing only
+// in pass-through nodes would otherwise become distinct DFA nodes with the same future
+// (the node after ':' and the one after ': ' in `":" ws value`). `stamp`/`epoch` give
+// an O(1) visited check without clearing.
+void Closure(const Nfa& nfa, const std::vector<uint8_t>& kept_nodes, std::vector<int32_t>* set,
+             std::vector<uint32_t>* stamp, uint32_t* epoch) {
   uint32_t mark = ++*epoch;
   size_t kept = 0;
   for (int32_t n : *set) {
@@ -86,6 +90,7 @@ void Closure(const Nfa& nfa, std::vector<int32_t>* set, std::vector<uint32_t>* s
       }
     }
   }
+  set->erase(std::remove_if(set->begin(), set->end(), [&](int32_t n) { return !kept_nodes[n]; }), set->end());
   std::sort(set->begin(), set->end());
 }
 
@@ -96,8 +101,13 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
   SetTable table;
   std::vector<uint32_t> stamp(nfa.NumNodes(), 0);
   uint32_t epoch = 0;
+  std::vector<uint8_t> kept(nfa.NumNodes(), 0);
+  kept[nfa_final] = 1;
+  for (int32_t n = 0; n < nfa.NumNodes(); ++n) {
+    for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) kept[n] |= nfa.edges[e].rule != kNfaEpsilon;
+  }
   std::vector<int32_t> set = {start};
-  Closure(nfa, &set, &stamp, &epoch);
+  Closure(nfa, kept, &set, &stamp, &epoch);
   table.Intern(set, rule_name);
   dfa.begin.push_back(0);
 
@@ -136,7 +146,7 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
       if (active.empty()) continue;
       set.clear();
       for (const NfaEdge* e : active) set.push_back(e->target);
-      Closure(nfa, &set, &stamp, &epoch);
+      Closure(nfa, kept, &set, &stamp, &epoch);
       int32_t t = table.Intern(set, rule_name);
       FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
       if (last && last->target == t && last->hi + 1 == lo) {
@@ -150,7 +160,7 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
       int32_t rule = rule_edges[i].first;
       set.clear();
       for (; i < rule_edges.size() && rule_edges[i].first == rule; ++i) set.push_back(rule_edges[i].second);
-      Closure(nfa, &set, &stamp, &epoch);
+      Closure(nfa, kept, &set, &stamp, &epoch);
       dfa.edges.push_back({0, 0, rule, table.Intern(set, rule_name)});
     }
     dfa.final.push_back(std::binary_search(members.begin(), members.end(), nfa_final));
