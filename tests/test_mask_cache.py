@@ -113,7 +113,8 @@ def test_background_precompute_while_states_are_used(llama3_tokenizer_info):
 
 # Grammars sharing sub-structures (a string body, a number, a list) in different
 # contexts, and near-misses that must not share: compiled one after another against one
-# vocabulary, later ones reuse the node masks of earlier ones (cross-grammar cache).
+# vocabulary (twice: the second time every structure has been seen), later ones reuse
+# the node masks and per-context uncertain tokens of earlier ones (cross-grammar cache).
 SHARING_GRAMMARS = [
     'root ::= "{" "\\"a\\":" str "}"\nstr ::= "\\"" [^"\\\\]* "\\""',
     'root ::= "[" str ("," str)* "]"\nstr ::= "\\"" [^"\\\\]* "\\""',
@@ -127,6 +128,12 @@ SHARING_GRAMMARS = [
     'root ::= "{" [a-z]+ "}"',
     'root ::= "{" [a-y]+ "}"',  # same edges but one range end
     'root ::= "{" ([a-y] | "z")+ "}"',  # the same language, another automaton
+    # The string body in caller contexts that differ right after it, or only beyond
+    # its caller (pair's callers): uncertain tokens per context are shared too.
+    'root ::= "{" "\\"a\\":" str ("," str)* "}"\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= "{" "\\"a\\":" str ";" "}"\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= pair ("&" pair)*\npair ::= str "=" str\nstr ::= "\\"" [^"\\\\]* "\\""',
+    'root ::= pair ("|" pair)*\npair ::= str "=" str\nstr ::= "\\"" [^"\\\\]* "\\""',
 ]
 
 
@@ -171,3 +178,22 @@ def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):
     assert state.bitmask().any()  # compiled grammars keep the masks they use
     with pytest.raises(ValueError):
         tok.set_cross_grammar_cache_limit(-1)
+
+
+def test_shared_context_tokens_depend_on_what_follows_the_callers():
+    # The string body's uncertain tokens after `=` (the rule `pair` ends with it) depend
+    # on what follows pair in the root: '"&' goes on only in the first grammar, '"|'
+    # only in the second. Both grammars are compiled twice, alternately, so every
+    # context list could come from the other grammar if the shared key ignored it.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b'v"&"', b'v"|"', b'"&"', b'"|"', b'"="', b'v"']
+    tok = xgr2.TokenizerInfo(vocab)
+    body = '\npair ::= str "=" str\nstr ::= "\\"" [^"\\\\]* "\\""'  # a wide class: not inlined
+    grammars = {sep: f'root ::= pair ("{sep}" pair)*{body}' for sep in "&|"}
+    for sep in "&|&|":
+        text = grammars[sep]
+        reference = xgr2.compile(text, tok, mask_cache=False)
+        cached = xgr2.compile(text, tok)
+        for prefix in ('"k"="v', '"k"="', '"k"="v"' + sep + '"a"="b'):
+            expected = reference.initial_state().advance_text(prefix).bitmask()
+            assert np.array_equal(cached.initial_state().advance_text(prefix).bitmask(), expected), (sep, prefix)
+    assert tok.cross_grammar_cache_info().hits > 0

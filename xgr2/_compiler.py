@@ -172,6 +172,10 @@ class Compiler:
         if not isinstance(grammar, Grammar):
             raise TypeError(f"expected xgr2.Grammar or EBNF text, got {type(grammar).__name__}")
         _check_precompute(precompute)
+        if self.cache_limit_bytes == 0:  # no cache: skip the key (printing the grammar)
+            with self._lock:
+                self._misses += 1
+            return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
         key = (str(grammar), grammar.root, precompute, bool(mask_cache))
         with self._lock:
             cached = self._cache.get(key)

@@ -135,8 +135,10 @@ class TokenizerInfo:
 
         A node's accepted tokens depend only on the automaton structure reachable from it,
         so grammars that share a structure (a JSON string, a number, a schema reused in
-        another tool list) share the work of classifying the vocabulary there. The cache
-        belongs to this ``TokenizerInfo`` object and lives as long as it does.
+        another tool list) share the work of classifying the vocabulary there; the tokens
+        left to the parser in a caller context are shared the same way when the structure
+        around the context matches too. ``entries`` counts both kinds. The cache belongs
+        to this ``TokenizerInfo`` object and lives as long as it does.
 
         >>> tok = TokenizerInfo([b"a", b"b"])
         >>> tok.cross_grammar_cache_info().entries

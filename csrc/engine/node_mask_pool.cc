@@ -37,24 +37,51 @@ std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) {
   return it->second;
 }
 
+bool NodeMaskPool::Reserve(int64_t size) {
+  if (bytes_ + size > limit_bytes_) {  // start over: simple, and bounded
+    entries_.clear();
+    contexts_.clear();
+    bytes_ = 0;
+    if (size > limit_bytes_) return false;  // too large to keep at all
+  }
+  bytes_ += size;
+  return true;
+}
+
 std::shared_ptr<const InnerMask> NodeMaskPool::Insert(const std::string& key, std::shared_ptr<const InnerMask> mask) {
   int64_t size = static_cast<int64_t>(key.size() + mask->MemoryBytes() + 64);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
   if (it != entries_.end()) return it->second;
-  if (bytes_ + size > limit_bytes_) {  // start over: simple, and bounded
-    entries_.clear();
-    bytes_ = 0;
-    if (size > limit_bytes_) return mask;  // too large to keep at all
-  }
-  bytes_ += size;
-  entries_.emplace(key, mask);
+  if (Reserve(size)) entries_.emplace(key, mask);
   return mask;
+}
+
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::FindContext(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = contexts_.find(key);
+  if (it == contexts_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  return it->second;
+}
+
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertContext(const std::string& key,
+                                                                        std::shared_ptr<const TokenList> tokens) {
+  int64_t size = static_cast<int64_t>(key.size() + 4 * tokens->capacity() + 64);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = contexts_.find(key);
+  if (it != contexts_.end()) return it->second;
+  if (Reserve(size)) contexts_.emplace(key, tokens);
+  return tokens;
 }
 
 void NodeMaskPool::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
+  contexts_.clear();
   bytes_ = 0;
   hits_ = misses_ = 0;
 }
@@ -64,13 +91,14 @@ void NodeMaskPool::SetLimitBytes(int64_t limit) {
   limit_bytes_ = std::max<int64_t>(0, limit);
   if (bytes_ > limit_bytes_) {
     entries_.clear();
+    contexts_.clear();
     bytes_ = 0;
   }
 }
 
 NodeMaskPool::Stats NodeMaskPool::GetStats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Stats{hits_, misses_, static_cast<int64_t>(entries_.size()), bytes_, limit_bytes_};
+  return Stats{hits_, misses_, static_cast<int64_t>(entries_.size() + contexts_.size()), bytes_, limit_bytes_};
 }
 
 }  // namespace xgr2

@@ -41,6 +41,11 @@ class NodeMaskPool {
   std::shared_ptr<const InnerMask> Find(const std::string& key);
   // Stores `mask` under `key` unless present; returns the stored one.
   std::shared_ptr<const InnerMask> Insert(const std::string& key, std::shared_ptr<const InnerMask> mask);
+
+  // Uncertain tokens of a node in one caller context, keyed by ContextKey.
+  using TokenList = std::vector<int32_t>;
+  std::shared_ptr<const TokenList> FindContext(const std::string& key);
+  std::shared_ptr<const TokenList> InsertContext(const std::string& key, std::shared_ptr<const TokenList> tokens);
   void Clear();
   void SetLimitBytes(int64_t limit);
 
@@ -51,7 +56,11 @@ class NodeMaskPool {
 
  private:
   mutable std::mutex mu_;
+  // Makes room for `size` bytes (starting over when full); false if it cannot fit.
+  bool Reserve(int64_t size);
+
   std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
+  std::unordered_map<std::string, std::shared_ptr<const TokenList>> contexts_;
   int64_t bytes_ = 0;
   int64_t limit_bytes_ = kDefaultLimitBytes;
   int64_t hits_ = 0, misses_ = 0;

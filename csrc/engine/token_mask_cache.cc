@@ -279,19 +279,25 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   // The node's uncertain tokens that can go on in this context (still a superset of
   // those the full parser accepts: past the callers' rules any context is assumed),
   // from those of every context if known, else from the crossing tokens.
-  auto narrowed = std::make_unique<std::vector<int32_t>>();
-  if (mask.has_uncertain) {
-    ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
-    const std::vector<int32_t>& all = mask.uncertain;
-    WalkPositions(
-        tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
-        [&](size_t k) { narrowed->push_back(all[k]); });
-    narrowed->shrink_to_fit();
-  } else {
-    *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner);
+  std::string shared_key = ContextKey(fsm_, node, follow, call_targets_, kMaxKeyNodes);
+  NodeMaskPool& pool = tok_.mask_pool();
+  std::shared_ptr<const std::vector<int32_t>> found = shared_key.empty() ? nullptr : pool.FindContext(shared_key);
+  if (!found) {
+    auto narrowed = std::make_shared<std::vector<int32_t>>();
+    if (mask.has_uncertain) {
+      ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
+      const std::vector<int32_t>& all = mask.uncertain;
+      WalkPositions(
+          tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+          [&](size_t k) { narrowed->push_back(all[k]); });
+      narrowed->shrink_to_fit();
+    } else {
+      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner);
+    }
+    found = shared_key.empty() ? std::move(narrowed) : pool.InsertContext(shared_key, std::move(narrowed));
   }
   std::unique_lock<std::shared_mutex> lock(context_mu_);
-  auto inserted = context_uncertain_.emplace(std::move(key), std::move(narrowed));
+  auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first
 }
 

@@ -79,7 +79,8 @@ class TokenMaskCache {
 
  private:
   // The node's uncertain tokens that may go on where the callers waiting in `origin`
-  // continue, computed once per (node, continuation nodes).
+  // continue, computed once per (node, continuation nodes) and shared with grammars
+  // of the same structure through the pool (ContextKey).
   const std::vector<int32_t>& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
 
   // Serializes what a parse from `set` depends on; false when it is too large to keep.
@@ -91,7 +92,7 @@ class TokenMaskCache {
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
-  mutable std::unordered_map<std::string, std::unique_ptr<const std::vector<int32_t>>> context_uncertain_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> context_uncertain_;
   // Uncertain tokens the full parser accepted, by StackSignature of the state.
   mutable std::unordered_map<std::string, std::vector<int32_t>> walk_results_;
 };

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "grammar/fsm.h"
 
@@ -15,5 +16,13 @@ namespace xgr2 {
 // equal keys accept the same tokens inside their rule. Returns "" (no key) when more
 // than `max_nodes` nodes are reachable.
 std::string StructuralKey(const GrammarFsm& fsm, int32_t node, int32_t max_nodes);
+
+// The structure that the mask cache's context walk for `node` with its callers going
+// on at `follow` can see: StructuralKey's, from `node` and the `follow` nodes, plus for
+// each final node the nodes where calls of its rule go on anywhere (`call_targets`,
+// the generic context beyond the callers). Equal keys give equal uncertain tokens in
+// that context. "" past `max_nodes` nodes.
+std::string ContextKey(const GrammarFsm& fsm, int32_t node, const std::vector<int32_t>& follow,
+                       const std::vector<std::vector<int32_t>>& call_targets, int32_t max_nodes);
 
 }  // namespace xgr2
