@@ -125,8 +125,7 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
   Close(out);
 }
 
-bool EarleyParser::Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
-  if (!prev.CanScan(byte)) return false;
+bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out) {
   if (prev.items.size() == 1) {
     // Fast path (inside a string, a number, a literal): one item moving to a node that
     // calls no rule needs no closure, unless it ends its rule where callers wait.

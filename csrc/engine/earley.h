@@ -66,10 +66,14 @@ class EarleyParser {
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (whose parent fields the caller sets).
-  // Returns false, leaving `out` unspecified, when no item can scan the byte.
-  bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out);
+  // Returns false, leaving `out` unspecified, when no item can scan the byte. Inline
+  // rejection: most steps of the token walks end at the first-byte filter.
+  bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
+    return prev.CanScan(byte) && AdvanceScannable(prev, byte, out);
+  }
 
  private:
+  bool AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out);
   void Add(int32_t node, const EarleySet* origin);
   void Close(EarleySet* out);
 

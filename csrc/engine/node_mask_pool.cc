@@ -26,15 +26,26 @@ void AcceptedSet::OrInto(uint32_t* out) const {
   }
 }
 
-std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) {
+template <class Map>
+typename Map::mapped_type NodeMaskPool::FindIn(Map& map, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
+  auto it = map.find(key);
+  if (it == map.end()) {
     ++misses_;
     return nullptr;
   }
   ++hits_;
   return it->second;
+}
+
+template <class Map>
+typename Map::mapped_type NodeMaskPool::InsertIn(Map& map, const std::string& key, typename Map::mapped_type value,
+                                                 int64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map.find(key);
+  if (it != map.end()) return it->second;
+  if (Reserve(size)) map.emplace(key, value);
+  return value;
 }
 
 bool NodeMaskPool::Reserve(int64_t size) {
@@ -48,34 +59,21 @@ bool NodeMaskPool::Reserve(int64_t size) {
   return true;
 }
 
+std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) { return FindIn(entries_, key); }
+
 std::shared_ptr<const InnerMask> NodeMaskPool::Insert(const std::string& key, std::shared_ptr<const InnerMask> mask) {
   int64_t size = static_cast<int64_t>(key.size() + mask->MemoryBytes() + 64);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) return it->second;
-  if (Reserve(size)) entries_.emplace(key, mask);
-  return mask;
+  return InsertIn(entries_, key, std::move(mask), size);
 }
 
 std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::FindContext(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = contexts_.find(key);
-  if (it == contexts_.end()) {
-    ++misses_;
-    return nullptr;
-  }
-  ++hits_;
-  return it->second;
+  return FindIn(contexts_, key);
 }
 
 std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertContext(const std::string& key,
                                                                         std::shared_ptr<const TokenList> tokens) {
   int64_t size = static_cast<int64_t>(key.size() + 4 * tokens->capacity() + 64);
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = contexts_.find(key);
-  if (it != contexts_.end()) return it->second;
-  if (Reserve(size)) contexts_.emplace(key, tokens);
-  return tokens;
+  return InsertIn(contexts_, key, std::move(tokens), size);
 }
 
 void NodeMaskPool::Clear() {

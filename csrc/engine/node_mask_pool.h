@@ -58,6 +58,12 @@ class NodeMaskPool {
   mutable std::mutex mu_;
   // Makes room for `size` bytes (starting over when full); false if it cannot fit.
   bool Reserve(int64_t size);
+  // Lookup and insertion shared by the two maps below (callers hold no lock).
+  template <class Map>
+  typename Map::mapped_type FindIn(Map& map, const std::string& key);
+  template <class Map>
+  typename Map::mapped_type InsertIn(Map& map, const std::string& key, typename Map::mapped_type value,
+                                     int64_t size);
 
   std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
   std::unordered_map<std::string, std::shared_ptr<const TokenList>> contexts_;

@@ -59,8 +59,6 @@ class ContextWalk {
 
   // Extends the path at depth d by `byte`; false when both parses die.
   bool Step(size_t d, uint8_t byte) {
-    // Most steps are rejected by the first byte: answer those without a parser call.
-    if (!(inner_[d] && inner_[d]->CanScan(byte)) && !(outer_[d] && outer_[d]->CanScan(byte))) return false;
     const EarleySet* in = nullptr;
     const EarleySet* out = nullptr;
     ended_ = false;
@@ -126,7 +124,6 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   WalkTrie(
       t, 0, t.size(),
       [&](size_t d, uint8_t byte) {
-        if (!path[d]->CanScan(byte)) return false;  // most steps: no parser call
         EarleySet* next = sets[d + 1];
         next->parent = path[d];
         ended = false;

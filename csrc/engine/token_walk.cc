@@ -28,7 +28,6 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   path.resize(max_depth);
   path[0] = &start;
   auto step = [&](size_t d, uint8_t byte) {
-    if (!path[d]->CanScan(byte)) return false;  // most steps: no parser call
     EarleySet* next = sets[d + 1].get();
     next->parent = path[d];
     if (!parser.Advance(*path[d], byte, next)) return false;
