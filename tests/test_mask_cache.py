@@ -180,6 +180,26 @@ def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):
         tok.set_cross_grammar_cache_limit(-1)
 
 
+def test_node_masks_are_shared_as_far_as_the_tokens_reach():
+    # After the digits, the longest tokens reach ",h" and test the byte after it; the
+    # classification is shared by grammars that differ only further on ("]" vs "}"),
+    # and not by one that differs in the byte tested there ("x" vs "y": ",hy" is
+    # rejected by the first grammar, accepted by the last).
+    vocab = [b"[", b"]", b"}", b"1", b"12", b",", b",h", b",hy", b"x", b"y", b"xy"]
+    tok = xgr2.TokenizerInfo(vocab)
+    grammars = ['root ::= "[" [0-9]+ ",hx]"', 'root ::= "[" [0-9]+ ",hx}"', 'root ::= "[" [0-9]+ ",hy]"']
+    hits = []
+    for text in grammars + grammars[::-1]:
+        expected = xgr2.compile(text, tok, mask_cache=False).initial_state().advance_text("[1").bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text("[1")
+        before = tok.cross_grammar_cache_info().hits
+        assert np.array_equal(state.bitmask(), expected), text
+        hits.append(tok.cross_grammar_cache_info().hits - before)
+    assert hits[:3] == [0, 1, 0]  # the second grammar reuses the first one's classification
+    last = xgr2.compile(grammars[2], tok).initial_state().advance_text("[1")
+    assert np.flatnonzero(allowed(last, len(vocab))).tolist() == [3, 4, 5, 6, 7]  # 1 12 , ,h ,hy
+
+
 def test_shared_context_tokens_depend_on_what_follows_the_callers():
     # The string body's uncertain tokens after `=` (the rule `pair` ends with it) depend
     # on what follows pair in the root: '"&' goes on only in the first grammar, '"|'

@@ -133,12 +133,13 @@ class TokenizerInfo:
     def cross_grammar_cache_info(self) -> CrossGrammarCacheInfo:
         """Statistics of the node masks shared across grammars compiled for this vocabulary.
 
-        A node's accepted tokens depend only on the automaton structure reachable from it,
-        so grammars that share a structure (a JSON string, a number, a schema reused in
-        another tool list) share the work of classifying the vocabulary there; the tokens
-        left to the parser in a caller context are shared the same way when the structure
-        around the context matches too. ``entries`` counts both kinds. The cache belongs
-        to this ``TokenizerInfo`` object and lives as long as it does.
+        A node's accepted tokens depend only on the automaton structure that the
+        vocabulary's tokens can reach from it (usually a few bytes), so grammars that share
+        a structure there (a JSON string, a number, a schema property's value, whatever
+        follows it) share the work of classifying the vocabulary; the tokens left to the
+        parser in a caller context are shared the same way when the structure around the
+        context matches too. ``entries`` counts both kinds. The cache belongs to this
+        ``TokenizerInfo`` object and lives as long as it does.
 
         >>> tok = TokenizerInfo([b"a", b"b"])
         >>> tok.cross_grammar_cache_info().entries

@@ -43,6 +43,7 @@ void EarleyParser::Add(int32_t node, const EarleySet* origin) {
       s_.table_stamp[i] = s_.stamp;
       s_.table[i] = {node, origin};
       s_.work.push_back({node, origin});
+      if (dist_ && dist_[node] > *max_dist_) *max_dist_ = dist_[node];
       return;
     }
     if (s_.table[i].node == node && s_.table[i].origin == origin) return;
@@ -132,6 +133,7 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
     const EarleyItem& it = prev.items[0];
     int32_t t = fsm_.ByteTarget(it.node, byte);
     if (t < 0) return false;
+    if (dist_ && dist_[t] > *max_dist_) *max_dist_ = dist_[t];
     bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
     bool ends = fsm_.node_final[t];
     if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {

@@ -63,6 +63,9 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
+  // From now on, raises *max to dist[node] for every item node a set gets: how far
+  // (see ByteDistances) into the automata the parse has looked.
+  void TrackDistance(const int32_t* dist, int32_t* max) { dist_ = dist, max_dist_ = max; }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (whose parent fields the caller sets).
@@ -85,6 +88,8 @@ class EarleyParser {
   bool* watch_hit_ = nullptr;
   const EarleySet* generic_ = nullptr;
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
+  const int32_t* dist_ = nullptr;
+  int32_t* max_dist_ = nullptr;
 };
 
 }  // namespace xgr2

@@ -27,24 +27,49 @@ void AcceptedSet::OrInto(uint32_t* out) const {
 }
 
 template <class Map>
-typename Map::mapped_type NodeMaskPool::FindIn(Map& map, const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = map.find(key);
-  if (it == map.end()) {
-    ++misses_;
-    return nullptr;
+typename Map::mapped_type NodeMaskPool::FindIn(Map& map, Radii& radii, const std::string& core,
+                                               const KeyAt& key_at, int32_t* radius) {
+  std::vector<int32_t> candidates;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = radii.find(core);
+    if (it != radii.end()) candidates = it->second;
   }
-  ++hits_;
-  return it->second;
+  for (int32_t r : candidates) {
+    std::string key = key_at(r);  // outside the lock
+    if (key.empty()) continue;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map.find(key);
+    if (it != map.end()) {
+      ++hits_;
+      *radius = r;
+      return it->second;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++misses_;
+  return nullptr;
 }
 
 template <class Map>
-typename Map::mapped_type NodeMaskPool::InsertIn(Map& map, const std::string& key, typename Map::mapped_type value,
+typename Map::mapped_type NodeMaskPool::InsertIn(Map& map, Radii& radii, const std::string& core, int32_t radius,
+                                                 const std::string& key, typename Map::mapped_type value,
                                                  int64_t size) {
+  constexpr size_t kMaxRadii = 8;  // bounds the keys a lookup computes
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = map.find(key);
-  if (it != map.end()) return it->second;
-  if (Reserve(size)) map.emplace(key, value);
+  auto found = map.find(key);
+  if (found != map.end()) return found->second;
+  auto known = radii.find(core);
+  if (known == radii.end()) {
+    size += static_cast<int64_t>(core.size() + 64);
+  } else if (known->second.size() >= kMaxRadii &&
+             std::find(known->second.begin(), known->second.end(), radius) == known->second.end()) {
+    return value;  // could not be found: not worth keeping
+  }
+  if (!Reserve(size)) return value;
+  std::vector<int32_t>& stored = radii[core];  // (Reserve may have started over)
+  if (std::find(stored.begin(), stored.end(), radius) == stored.end()) stored.push_back(radius);
+  map.emplace(key, value);
   return value;
 }
 
@@ -52,6 +77,8 @@ bool NodeMaskPool::Reserve(int64_t size) {
   if (bytes_ + size > limit_bytes_) {  // start over: simple, and bounded
     entries_.clear();
     contexts_.clear();
+    radii_.clear();
+    context_radii_.clear();
     bytes_ = 0;
     if (size > limit_bytes_) return false;  // too large to keep at all
   }
@@ -59,27 +86,35 @@ bool NodeMaskPool::Reserve(int64_t size) {
   return true;
 }
 
-std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& key) { return FindIn(entries_, key); }
+std::shared_ptr<const InnerMask> NodeMaskPool::Find(const std::string& core, const KeyAt& key_at,
+                                                    int32_t* radius) {
+  return FindIn(entries_, radii_, core, key_at, radius);
+}
 
-std::shared_ptr<const InnerMask> NodeMaskPool::Insert(const std::string& key, std::shared_ptr<const InnerMask> mask) {
+std::shared_ptr<const InnerMask> NodeMaskPool::Insert(const std::string& core, int32_t radius,
+                                                      const std::string& key, std::shared_ptr<const InnerMask> mask) {
   int64_t size = static_cast<int64_t>(key.size() + mask->MemoryBytes() + 64);
-  return InsertIn(entries_, key, std::move(mask), size);
+  return InsertIn(entries_, radii_, core, radius, key, std::move(mask), size);
 }
 
-std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::FindContext(const std::string& key) {
-  return FindIn(contexts_, key);
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::FindContext(const std::string& core,
+                                                                      const KeyAt& key_at, int32_t* radius) {
+  return FindIn(contexts_, context_radii_, core, key_at, radius);
 }
 
-std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertContext(const std::string& key,
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertContext(const std::string& core, int32_t radius,
+                                                                        const std::string& key,
                                                                         std::shared_ptr<const TokenList> tokens) {
   int64_t size = static_cast<int64_t>(key.size() + 4 * tokens->capacity() + 64);
-  return InsertIn(contexts_, key, std::move(tokens), size);
+  return InsertIn(contexts_, context_radii_, core, radius, key, std::move(tokens), size);
 }
 
 void NodeMaskPool::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   entries_.clear();
   contexts_.clear();
+  radii_.clear();
+  context_radii_.clear();
   bytes_ = 0;
   hits_ = misses_ = 0;
 }
@@ -90,6 +125,8 @@ void NodeMaskPool::SetLimitBytes(int64_t limit) {
   if (bytes_ > limit_bytes_) {
     entries_.clear();
     contexts_.clear();
+    radii_.clear();
+    context_radii_.clear();
     bytes_ = 0;
   }
 }

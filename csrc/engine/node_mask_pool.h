@@ -2,6 +2,7 @@
 // (XGrammar-2 §3.3 cross-grammar cache), one pool per vocabulary.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,18 +35,26 @@ struct InnerMask {
 };
 
 class NodeMaskPool {
+  using Radii = std::unordered_map<std::string, std::vector<int32_t>>;  // by core key
+
  public:
   // Default byte budget; when an insertion would exceed it the pool starts over.
   static constexpr int64_t kDefaultLimitBytes = int64_t{256} << 20;
 
-  std::shared_ptr<const InnerMask> Find(const std::string& key);
-  // Stores `mask` under `key` unless present; returns the stored one.
-  std::shared_ptr<const InnerMask> Insert(const std::string& key, std::shared_ptr<const InnerMask> mask);
+  // Both kinds of entries are keyed by BallKey at the radius that their walk reached.
+  // A lookup tries every radius stored with the node's `core` key (its ball of radius
+  // 0); key_at(r) gives its key at radius r. A hit sets *radius to the one that matched.
+  using KeyAt = std::function<std::string(int32_t)>;
+  std::shared_ptr<const InnerMask> Find(const std::string& core, const KeyAt& key_at, int32_t* radius);
+  // Stores `mask` under `key` (of radius `radius`) unless present; returns the stored one.
+  std::shared_ptr<const InnerMask> Insert(const std::string& core, int32_t radius, const std::string& key,
+                                          std::shared_ptr<const InnerMask> mask);
 
-  // Uncertain tokens of a node in one caller context, keyed by ContextKey.
+  // Uncertain tokens of a node in one caller context (TokenMaskCache::UncertainIn).
   using TokenList = std::vector<int32_t>;
-  std::shared_ptr<const TokenList> FindContext(const std::string& key);
-  std::shared_ptr<const TokenList> InsertContext(const std::string& key, std::shared_ptr<const TokenList> tokens);
+  std::shared_ptr<const TokenList> FindContext(const std::string& core, const KeyAt& key_at, int32_t* radius);
+  std::shared_ptr<const TokenList> InsertContext(const std::string& core, int32_t radius, const std::string& key,
+                                                 std::shared_ptr<const TokenList> tokens);
   void Clear();
   void SetLimitBytes(int64_t limit);
 
@@ -58,15 +67,17 @@ class NodeMaskPool {
   mutable std::mutex mu_;
   // Makes room for `size` bytes (starting over when full); false if it cannot fit.
   bool Reserve(int64_t size);
-  // Lookup and insertion shared by the two maps below (callers hold no lock).
+  // Lookup and insertion shared by the two kinds of entries (callers hold no lock).
   template <class Map>
-  typename Map::mapped_type FindIn(Map& map, const std::string& key);
+  typename Map::mapped_type FindIn(Map& map, Radii& radii, const std::string& core, const KeyAt& key_at,
+                                   int32_t* radius);
   template <class Map>
-  typename Map::mapped_type InsertIn(Map& map, const std::string& key, typename Map::mapped_type value,
-                                     int64_t size);
+  typename Map::mapped_type InsertIn(Map& map, Radii& radii, const std::string& core, int32_t radius,
+                                     const std::string& key, typename Map::mapped_type value, int64_t size);
 
   std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
   std::unordered_map<std::string, std::shared_ptr<const TokenList>> contexts_;
+  Radii radii_, context_radii_;
   int64_t bytes_ = 0;
   int64_t limit_bytes_ = kDefaultLimitBytes;
   int64_t hits_ = 0, misses_ = 0;

@@ -16,6 +16,8 @@ namespace {
 
 // Keys of nodes reaching more automaton nodes than this are not computed (no sharing).
 constexpr int32_t kMaxKeyNodes = 512;
+// Classifications that reach further from their node are not shared.
+constexpr int32_t kMaxKeyRadius = 256;
 
 // Scratch sets for the classification walks, one per depth, reused on a thread.
 std::vector<EarleySet*>& ClassifySets(size_t count) {
@@ -36,9 +38,12 @@ class ContextWalk {
  public:
   // `follow`: where the parse goes on when the node's rule ends (then, when those rules
   // end, at every call site: call_targets).
+  // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
-              const std::vector<std::vector<int32_t>>& call_targets)
+              const std::vector<std::vector<int32_t>>& call_targets, const int32_t* dist = nullptr,
+              int32_t* reached = nullptr)
       : parser_(fsm, ThreadScratch()), calls_(follow) {
+    if (dist) parser_.TrackDistance(dist, reached);
     size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
     auto& sets = ClassifySets(3 * max_depth);
     inner_sets_ = &sets[0];
@@ -102,12 +107,15 @@ class ContextWalk {
 
 }  // namespace
 
-std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) {
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                         const int32_t* dist, int32_t* radius) {
   EarleySet parent;
   parent.parent = &parent;  // non-null: not the initial set
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
   parser.Watch(&parent, &ended);
+  int32_t reached = 0;
+  if (dist) parser.TrackDistance(dist, &reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   EarleySet* const* sets = ClassifySets(max_depth).data();
   std::vector<const EarleySet*> path(max_depth);
@@ -140,16 +148,19 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
       });
   mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   mask->crossing.shrink_to_fit();
+  if (radius) *radius = reached;
   return mask;
 }
 
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner) {
+                                     const InnerMask& inner, const int32_t* dist, int32_t* radius) {
   std::vector<int32_t> uncertain;
+  int32_t reached = 0;
+  if (radius) *radius = 0;
   if (inner.crossing.empty()) return uncertain;
-  ContextWalk walk(fsm, tok, node, follow, call_targets);
+  ContextWalk walk(fsm, tok, node, follow, call_targets, dist, &reached);
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
@@ -174,6 +185,7 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
         [](int32_t) {});
   }
   uncertain.shrink_to_fit();
+  if (radius) *radius = reached;
   return uncertain;
 }
 
@@ -194,17 +206,58 @@ TokenMaskCache::~TokenMaskCache() {
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) delete masks_[i].load();
 }
 
+namespace {
+
+// A walk's result shared through the vocabulary's pool, keyed by the structure the
+// walk reached from `roots` (BallKey): usually a few bytes around a node, so a schema's
+// `": " value` node is shared whatever properties follow it. find(core, key_at, &radius)
+// and insert(core, radius, key, value) are the pool's; compute(dist, &radius) walks.
+// *radius: how far the result's walk reached, -1 when unknown. `also` is appended to
+// every key: whatever else the result depends on.
+template <class Find, class Insert, class Compute>
+auto SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                   const std::vector<std::vector<int32_t>>* call_targets, const std::string& also, Find&& find,
+                   Insert&& insert, Compute&& compute, int32_t* radius) -> decltype(compute(nullptr, radius)) {
+  std::vector<int32_t> near = ByteDistances(fsm, roots, call_targets, kMaxKeyRadius);
+  auto key_at = [&](const std::vector<int32_t>& dist, int32_t r) {
+    std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
+    return key.empty() ? key : key + also;
+  };
+  std::string core = key_at(near, 0);
+  if (!core.empty()) {
+    if (auto found = find(core, [&](int32_t r) { return key_at(near, r); }, radius)) return found;
+  }
+  std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
+  auto value = compute(dist.data(), radius);
+  std::string key;
+  if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(dist, *radius);
+  if (key.empty()) {
+    *radius = -1;
+    return value;
+  }
+  return insert(core, *radius, key, std::move(value));
+}
+
+}  // namespace
+
 const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
-  std::string key = StructuralKey(fsm_, node, kMaxKeyNodes);
   NodeMaskPool& pool = tok_.mask_pool();
-  std::shared_ptr<const InnerMask> inner = key.empty() ? nullptr : pool.Find(key);
-  if (!inner) {
-    inner = ClassifyInner(fsm_, tok_, node);
-    if (!key.empty()) inner = pool.Insert(key, std::move(inner));
-  }
-  auto* fresh = new NodeMask{inner, {}, all_contexts};
+  int32_t radius = -1;
+  std::shared_ptr<const InnerMask> inner = SharedByReach(
+      fsm_, {node}, nullptr, "",
+      [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
+        return pool.Find(core, key_at, r);
+      },
+      [&](const std::string& core, int32_t r, const std::string& key, std::shared_ptr<const InnerMask> value) {
+        return pool.Insert(core, r, key, std::move(value));
+      },
+      [&](const int32_t* dist, int32_t* r) -> std::shared_ptr<const InnerMask> {
+        return ClassifyInner(fsm_, tok_, node, dist, r);
+      },
+      &radius);
+  auto* fresh = new NodeMask{inner, {}, all_contexts, radius};
   if (all_contexts) {
     const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
     fresh->uncertain = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
@@ -274,25 +327,47 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     if (it != context_uncertain_.end()) return *it->second;
   }
   // The node's uncertain tokens that can go on in this context (still a superset of
-  // those the full parser accepts: past the callers' rules any context is assumed),
-  // from those of every context if known, else from the crossing tokens.
-  std::string shared_key = ContextKey(fsm_, node, follow, call_targets_, kMaxKeyNodes);
-  NodeMaskPool& pool = tok_.mask_pool();
-  std::shared_ptr<const std::vector<int32_t>> found = shared_key.empty() ? nullptr : pool.FindContext(shared_key);
-  if (!found) {
-    auto narrowed = std::make_shared<std::vector<int32_t>>();
-    if (mask.has_uncertain) {
-      ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
-      const std::vector<int32_t>& all = mask.uncertain;
-      WalkPositions(
-          tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
-          [&](size_t k) { narrowed->push_back(all[k]); });
-      narrowed->shrink_to_fit();
-    } else {
-      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner);
-    }
-    found = shared_key.empty() ? std::move(narrowed) : pool.InsertContext(shared_key, std::move(narrowed));
+  // those the full parser accepts: past the callers' rules any context is assumed).
+  // Shared through the pool when walked from the crossing tokens: that walk covers every
+  // token the context could accept, so what it reached plus what decided the crossing
+  // tokens (the classification's reach, its key appended) decide all of them. Narrowed
+  // from the node's uncertain tokens of every context (when precomputed), it is exact
+  // here but has not looked at the tokens left out, so it is only looked up.
+  std::vector<int32_t> roots = {node};
+  roots.insert(roots.end(), follow.begin(), follow.end());
+  std::string inner_key;
+  if (mask.inner_radius >= 0) {
+    inner_key = BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, mask.inner_radius),
+                        mask.inner_radius, kMaxKeyNodes);
   }
+  NodeMaskPool& pool = tok_.mask_pool();
+  int32_t radius = -1;
+  using List = std::shared_ptr<const std::vector<int32_t>>;
+  List found = SharedByReach(
+      fsm_, roots, &call_targets_, inner_key,
+      [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
+        return pool.FindContext(core, key_at, r);
+      },
+      [&](const std::string& core, int32_t r, const std::string& key, List value) {
+        return pool.InsertContext(core, r, key, std::move(value));
+      },
+      [&](const int32_t* dist, int32_t* r) -> List {
+        auto narrowed = std::make_shared<std::vector<int32_t>>();
+        if (mask.has_uncertain) {
+          ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
+          const std::vector<int32_t>& all = mask.uncertain;
+          WalkPositions(
+              tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+              [&](size_t k) { narrowed->push_back(all[k]); });
+          narrowed->shrink_to_fit();
+          *r = -1;
+        } else {
+          *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, dist, r);
+          if (inner_key.empty()) *r = -1;
+        }
+        return narrowed;
+      },
+      &radius);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first

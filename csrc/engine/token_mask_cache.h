@@ -10,7 +10,8 @@
 // uncertain tokens that the full parser accepts. Node masks are computed on first use
 // (JIT) or all at once, and shared by every state of the compiled grammar. The accepted
 // part depends only on the structure reachable from n, so it is also shared across
-// grammars through the vocabulary's NodeMaskPool, keyed by StructuralKey.
+// grammars through the vocabulary's NodeMaskPool, keyed by the structure the walk
+// reached (BallKey).
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -36,6 +37,9 @@ struct NodeMask {
   // (precompute); on demand, each caller context gets its own narrower list instead.
   std::vector<int32_t> uncertain;
   bool has_uncertain = false;
+  // How far (ByteDistances) the classification of `inner` reached; -1 when unknown (then
+  // uncertain tokens are not shared across grammars).
+  int32_t inner_radius = -1;
 
   void OrInto(uint32_t* words) const { inner->accepted.OrInto(words); }
   size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
@@ -43,18 +47,23 @@ struct NodeMask {
 
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
 // through the token inside the node's rule and its callees; else "crossing" if the
-// rule could end on the way (see InnerMask).
-std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
+// rule could end on the way (see InnerMask). With `dist` (ByteDistances from `node`),
+// sets *radius to the largest distance of a node the walk had an item at.
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                         const int32_t* dist = nullptr, int32_t* radius = nullptr);
 
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
 // (where its callers continue), then, as those rules end, wherever any call of them
 // continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
 // With follow = call_targets[rule of node], every context of the grammar (context
 // expansion).
+// With `dist` (ByteDistances from the node and `follow`, with call_targets), sets
+// *radius to the largest distance of a node the walk had an item at.
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner);
+                                     const InnerMask& inner, const int32_t* dist = nullptr,
+                                     int32_t* radius = nullptr);
 
 class TokenMaskCache {
  public:

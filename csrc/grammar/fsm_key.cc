@@ -1,15 +1,16 @@
 #include "grammar/fsm_key.h"
 
+#include <deque>
 #include <vector>
 
 namespace xgr2 {
 
 namespace {
 
-// Numbers the nodes reachable from `roots` breadth-first and serializes them (see
-// fsm_key.h); with `call_targets`, a final node also reaches where its rule's calls go on.
+// See BallKey.
 std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                          const std::vector<std::vector<int32_t>>* call_targets, int32_t max_nodes) {
+                          const std::vector<std::vector<int32_t>>* call_targets, int32_t max_nodes,
+                          const int32_t* dist, int32_t radius) {
   // Canonical ids by discovery order; a per-thread map reset by stamping.
   thread_local std::vector<int32_t> id_of, stamp_of;
   thread_local int32_t stamp = 0;
@@ -23,7 +24,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
   }
   std::vector<int32_t> order;
   auto visit = [&](int32_t n) {
-    if (stamp_of[n] == stamp) return true;
+    if (stamp_of[n] == stamp || dist[n] > radius) return true;
     if (static_cast<int32_t>(order.size()) >= max_nodes) return false;
     stamp_of[n] = stamp;
     id_of[n] = static_cast<int32_t>(order.size());
@@ -52,6 +53,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     int32_t start = fsm.rule_start[rule];
     return stamp_of[start] == stamp ? id_of[start] : -1;
   };
+  auto node_id = [&](int32_t n) { return stamp_of[n] == stamp ? id_of[n] : -1; };
   std::vector<int32_t> words;
   words.reserve(order.size() * 8);
   words.push_back(static_cast<int32_t>(roots.size()));
@@ -62,12 +64,13 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
       const FsmEdge& edge = fsm.edges[e];
       words.push_back(edge.rule >= 0 ? -1 - rule_id(edge.rule) : (edge.lo << 8 | edge.hi));
-      words.push_back(id_of[edge.target]);
+      words.push_back(node_id(edge.target));
+      if (edge.rule >= 0) words.push_back(fsm.rule_nullable[edge.rule]);
     }
     if (call_targets && fsm.node_final[n]) {
       const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
       words.push_back(static_cast<int32_t>(targets.size()));
-      for (int32_t t : targets) words.push_back(id_of[t]);
+      for (int32_t t : targets) words.push_back(node_id(t));
     }
   }
   return std::string(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
@@ -75,15 +78,48 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
 
 }  // namespace
 
-std::string StructuralKey(const GrammarFsm& fsm, int32_t node, int32_t max_nodes) {
-  return SerializeFrom(fsm, {node}, nullptr, max_nodes);
+std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                                   const std::vector<std::vector<int32_t>>* call_targets, int32_t bound) {
+  // 0-1 breadth-first search: free moves go to the front of the queue.
+  std::vector<int32_t> dist(fsm.NumNodes(), INT32_MAX);
+  std::deque<int32_t> queue;
+  auto relax = [&](int32_t n, int32_t d, bool free) {
+    if (d >= dist[n] || d > bound) return;
+    dist[n] = d;
+    if (free) {
+      queue.push_front(n);
+    } else {
+      queue.push_back(n);
+    }
+  };
+  for (int32_t root : roots) relax(root, 0, true);
+  while (!queue.empty()) {
+    int32_t n = queue.front();
+    queue.pop_front();
+    int32_t d = dist[n];
+    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      if (edge.rule < 0) {
+        relax(edge.target, d + 1, false);
+        continue;
+      }
+      relax(fsm.rule_start[edge.rule], d, true);
+      bool nullable = fsm.rule_nullable[edge.rule];
+      relax(edge.target, nullable ? d : d + 1, nullable);
+    }
+    if (call_targets && fsm.node_final[n]) {
+      for (int32_t t : (*call_targets)[fsm.node_rule[n]]) relax(t, d, true);
+    }
+  }
+  return dist;
 }
 
-std::string ContextKey(const GrammarFsm& fsm, int32_t node, const std::vector<int32_t>& follow,
-                       const std::vector<std::vector<int32_t>>& call_targets, int32_t max_nodes) {
-  std::vector<int32_t> roots = {node};
-  roots.insert(roots.end(), follow.begin(), follow.end());
-  return SerializeFrom(fsm, roots, &call_targets, max_nodes);
+std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                    const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
+                    int32_t radius, int32_t max_nodes) {
+  std::string key = SerializeFrom(fsm, roots, call_targets, max_nodes, dist.data(), radius);
+  if (!key.empty()) key.append(reinterpret_cast<const char*>(&radius), sizeof(radius));
+  return key;
 }
 
 }  // namespace xgr2

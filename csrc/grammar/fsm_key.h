@@ -1,5 +1,5 @@
 // Structural keys of automaton nodes, for sharing node masks across grammars
-// (XGrammar-2 §3.3, the cross-grammar cache).
+// (XGrammar-2 §3.3, the cross-grammar cache), bounded by how far a walk looked.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -9,20 +9,25 @@
 
 namespace xgr2 {
 
-// The structure that parsing from `node` alone (its rule's callers unknown) can see:
-// the nodes reachable from it by byte edges and rule-edge targets, plus the automata
-// of the rules it can call, numbered in breadth-first order, with final flags, byte
-// ranges, callees and, for final nodes, the rule they end. Nodes of any grammars with
-// equal keys accept the same tokens inside their rule. Returns "" (no key) when more
-// than `max_nodes` nodes are reachable.
-std::string StructuralKey(const GrammarFsm& fsm, int32_t node, int32_t max_nodes);
+// The fewest bytes a parse from the `roots` must scan to have an item at each node:
+// byte edges cost 1, entering a callee 0, stepping over a call 1 (0 for a nullable
+// callee). With `call_targets` (the mask cache's generic context), a final node also
+// goes on, for free, at the nodes after every call of its rule. INT32_MAX for nodes
+// out of reach or past `bound`.
+std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                                   const std::vector<std::vector<int32_t>>* call_targets,
+                                   int32_t bound = INT32_MAX);
 
-// The structure that the mask cache's context walk for `node` with its callers going
-// on at `follow` can see: StructuralKey's, from `node` and the `follow` nodes, plus for
-// each final node the nodes where calls of its rule go on anywhere (`call_targets`,
-// the generic context beyond the callers). Equal keys give equal uncertain tokens in
-// that context. "" past `max_nodes` nodes.
-std::string ContextKey(const GrammarFsm& fsm, int32_t node, const std::vector<int32_t>& follow,
-                       const std::vector<std::vector<int32_t>>& call_targets, int32_t max_nodes);
+// The structure within `radius` of the roots (dist from ByteDistances with the same
+// roots and call_targets): those nodes numbered breadth-first from the roots, each with
+// its final flag and the rule it ends, its byte ranges, callees (and whether they are
+// nullable), edge targets (-1 past the radius) and, with `call_targets`, where a final
+// node goes on. A parse that only ever has items at nodes within the radius looks at
+// nothing else, so it runs the same in every grammar with the same key, however the
+// rules go on beyond: a classification walk that stayed within `radius` is shared by
+// all of them. "" past `max_nodes` nodes.
+std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                    const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
+                    int32_t radius, int32_t max_nodes);
 
 }  // namespace xgr2

@@ -11,7 +11,10 @@
 namespace xgr2 {
 namespace {
 
-// Workers wait for a job; a job is one loop, split dynamically by an atomic counter.
+// Workers wait for a job; a job is one loop, split dynamically: the caller takes
+// indices from the front, helpers from the back. Each side then tends to get the same
+// indices call after call, so data written per index (bitmask rows) stays in the cache
+// of the core that writes it, instead of moving between cores at every call.
 class Pool {
  public:
   static Pool& Get() {
@@ -24,6 +27,7 @@ class Pool {
   void Run(int64_t n, int helpers, const std::function<void(int64_t)>& fn) {
     std::lock_guard<std::mutex> one_job(job_mutex_);  // one loop at a time
     Job job{&fn, n};
+    job.range.store(static_cast<uint64_t>(n));  // [0, n)
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
@@ -31,7 +35,7 @@ class Pool {
       ++generation_;
     }
     cv_.notify_all();
-    Work(&job);
+    Work(&job, false);
     std::unique_lock<std::mutex> lock(mutex_);
     job_ = nullptr;  // late workers must not join a finished job
     done_cv_.wait(lock, [&] { return job.active == 0; });
@@ -42,7 +46,7 @@ class Pool {
   struct Job {
     const std::function<void(int64_t)>* fn;
     int64_t n;
-    std::atomic<int64_t> next{0};
+    std::atomic<uint64_t> range{0};  // the indices not taken: [low 32 bits, high 32 bits)
     int active = 0;  // workers inside Work(), guarded by mutex_
     std::exception_ptr error;
     std::mutex error_mutex;
@@ -54,14 +58,27 @@ class Pool {
     for (auto& w : workers_) w.detach();
   }
 
-  static void Work(Job* job) {
-    for (int64_t i; (i = job->next.fetch_add(1)) < job->n;) {
+  // Takes the next index from the front (or the back); -1 when none is left.
+  static int64_t Take(Job* job, bool from_back) {
+    uint64_t r = job->range.load(std::memory_order_relaxed);
+    while (true) {
+      uint64_t lo = r >> 32, hi = r & 0xffffffffu;
+      if (lo >= hi) return -1;
+      uint64_t taken = from_back ? (lo << 32 | (hi - 1)) : ((lo + 1) << 32 | hi);
+      if (job->range.compare_exchange_weak(r, taken, std::memory_order_relaxed)) {
+        return static_cast<int64_t>(from_back ? hi - 1 : lo);
+      }
+    }
+  }
+
+  static void Work(Job* job, bool from_back) {
+    for (int64_t i; (i = Take(job, from_back)) >= 0;) {
       try {
         (*job->fn)(i);
       } catch (...) {
         std::lock_guard<std::mutex> lock(job->error_mutex);
         if (!job->error) job->error = std::current_exception();
-        job->next.store(job->n);
+        job->range.store(0);  // nothing left
       }
     }
   }
@@ -79,7 +96,7 @@ class Pool {
         job = job_;
         ++job->active;
       }
-      Work(job);
+      Work(job, true);
       std::lock_guard<std::mutex> lock(mutex_);
       if (--job->active == 0) done_cv_.notify_all();
     }
@@ -105,7 +122,15 @@ void ParallelFor(int64_t n, int max_threads, const std::function<void(int64_t)>&
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;
   }
-  pool.Run(n, helpers, fn);
+  constexpr int64_t kChunk = int64_t{1} << 31;  // a job's indices fit in 32 bits
+  for (int64_t begin = 0; begin < n; begin += kChunk) {
+    int64_t count = std::min(kChunk, n - begin);
+    if (begin == 0 && count == n) {
+      pool.Run(n, helpers, fn);
+    } else {
+      pool.Run(count, helpers, [&](int64_t i) { fn(begin + i); });
+    }
+  }
 }
 
 }  // namespace xgr2
