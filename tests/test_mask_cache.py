@@ -200,6 +200,27 @@ def test_node_masks_are_shared_as_far_as_the_tokens_reach():
     assert np.flatnonzero(allowed(last, len(vocab))).tolist() == [3, 4, 5, 6, 7]  # 1 12 , ,h ,hy
 
 
+def test_a_grammar_compiled_again_reuses_its_masks(llama3_tokenizer_info):
+    # A fresh compile of the same grammar (no compile cache) takes every node mask,
+    # context list and uncertain-token walk from the cross-grammar cache: no misses.
+    tok = fresh_copy(llama3_tokenizer_info)
+    prefixes = ['{"a": [1, "x', '{"a": [1, "x"], "b": {"c": tr', '{"a": [1, "x"], "b": {"c": true}}']
+
+    def masks():
+        compiled = xgr2.Compiler(tok, cache_limit_bytes=0).compile(xgr2.Grammar.builtin_json())
+        return [compiled.initial_state().advance_text(p).bitmask() for p in prefixes]
+
+    first = masks()
+    before = tok.cross_grammar_cache_info()
+    again = masks()
+    after = tok.cross_grammar_cache_info()
+    assert after.misses == before.misses and after.hits > before.hits
+    reference = xgr2.compile(xgr2.Grammar.builtin_json(), tok, mask_cache=False)
+    for p, a, b in zip(prefixes, first, again):
+        expected = reference.initial_state().advance_text(p).bitmask()
+        assert np.array_equal(a, expected) and np.array_equal(b, expected), p
+
+
 def test_shared_context_tokens_depend_on_what_follows_the_callers():
     # The string body's uncertain tokens after `=` (the rule `pair` ends with it) depend
     # on what follows pair in the root: '"&' goes on only in the first grammar, '"|'

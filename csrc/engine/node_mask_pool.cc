@@ -73,13 +73,20 @@ typename Map::mapped_type NodeMaskPool::InsertIn(Map& map, Radii& radii, const s
   return value;
 }
 
+void NodeMaskPool::StartOver() {
+  entries_.clear();
+  contexts_.clear();
+  radii_.clear();
+  context_radii_.clear();
+  grammar_ids_.clear();
+  same_masks_.clear();
+  same_lists_.clear();
+  bytes_ = 0;
+}
+
 bool NodeMaskPool::Reserve(int64_t size) {
   if (bytes_ + size > limit_bytes_) {  // start over: simple, and bounded
-    entries_.clear();
-    contexts_.clear();
-    radii_.clear();
-    context_radii_.clear();
-    bytes_ = 0;
+    StartOver();
     if (size > limit_bytes_) return false;  // too large to keep at all
   }
   bytes_ += size;
@@ -109,31 +116,71 @@ std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertContext(const
   return InsertIn(contexts_, context_radii_, core, radius, key, std::move(tokens), size);
 }
 
+template <class Map>
+typename Map::mapped_type NodeMaskPool::FindSameIn(Map& map, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map.find(key);
+  if (it == map.end()) return nullptr;  // counted by the structural lookup that follows
+  ++hits_;
+  return it->second;
+}
+
+template <class Map>
+typename Map::mapped_type NodeMaskPool::InsertSameIn(Map& map, const std::string& key,
+                                                     typename Map::mapped_type value, int64_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map.find(key);
+  if (it != map.end()) return it->second;
+  if (Reserve(size)) map.emplace(key, value);
+  return value;
+}
+
+int64_t NodeMaskPool::GrammarId(const std::string& fingerprint) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = grammar_ids_.find(fingerprint);
+  if (it != grammar_ids_.end()) return it->second;
+  int64_t id = next_grammar_id_++;
+  if (Reserve(static_cast<int64_t>(fingerprint.size() + 64))) grammar_ids_.emplace(fingerprint, id);
+  return id;
+}
+
+std::shared_ptr<const InnerMask> NodeMaskPool::FindSame(const std::string& key) {
+  return FindSameIn(same_masks_, key);
+}
+
+std::shared_ptr<const InnerMask> NodeMaskPool::InsertSame(const std::string& key,
+                                                          std::shared_ptr<const InnerMask> mask) {
+  // (Counted in full even when a structural entry holds the same mask: bounded.)
+  int64_t size = static_cast<int64_t>(key.size() + mask->MemoryBytes() + 64);
+  return InsertSameIn(same_masks_, key, std::move(mask), size);
+}
+
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::FindSameList(const std::string& key) {
+  return FindSameIn(same_lists_, key);
+}
+
+std::shared_ptr<const NodeMaskPool::TokenList> NodeMaskPool::InsertSameList(const std::string& key,
+                                                                         std::shared_ptr<const TokenList> list) {
+  int64_t size = static_cast<int64_t>(key.size() + 4 * list->capacity() + 64);
+  return InsertSameIn(same_lists_, key, std::move(list), size);
+}
+
 void NodeMaskPool::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  entries_.clear();
-  contexts_.clear();
-  radii_.clear();
-  context_radii_.clear();
-  bytes_ = 0;
+  StartOver();
   hits_ = misses_ = 0;
 }
 
 void NodeMaskPool::SetLimitBytes(int64_t limit) {
   std::lock_guard<std::mutex> lock(mu_);
   limit_bytes_ = std::max<int64_t>(0, limit);
-  if (bytes_ > limit_bytes_) {
-    entries_.clear();
-    contexts_.clear();
-    radii_.clear();
-    context_radii_.clear();
-    bytes_ = 0;
-  }
+  if (bytes_ > limit_bytes_) StartOver();
 }
 
 NodeMaskPool::Stats NodeMaskPool::GetStats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return Stats{hits_, misses_, static_cast<int64_t>(entries_.size() + contexts_.size()), bytes_, limit_bytes_};
+  int64_t entries = static_cast<int64_t>(entries_.size() + contexts_.size() + same_masks_.size() + same_lists_.size());
+  return Stats{hits_, misses_, entries, bytes_, limit_bytes_};
 }
 
 }  // namespace xgr2

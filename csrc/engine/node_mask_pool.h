@@ -26,6 +26,7 @@ struct AcceptedSet {
 // The context-free part of a node's classification.
 struct InnerMask {
   AcceptedSet accepted;
+  int32_t radius = 0;  // how far (ByteDistances) its classification walk reached
   // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
   // rule could have ended on the way: the tokens there may go on in the callers'
   // context, so each grammar decides them against its own (see TokenMaskCache).
@@ -55,6 +56,16 @@ class NodeMaskPool {
   std::shared_ptr<const TokenList> FindContext(const std::string& core, const KeyAt& key_at, int32_t* radius);
   std::shared_ptr<const TokenList> InsertContext(const std::string& core, int32_t radius, const std::string& key,
                                                  std::shared_ptr<const TokenList> tokens);
+
+  // Results for one grammar's automata, whatever text they came from: keyed by the
+  // automata's id (GrammarId of their Fingerprint) plus what they are about. A grammar
+  // compiled again reuses every node mask, context list and uncertain-token walk.
+  int64_t GrammarId(const std::string& fingerprint);
+  std::shared_ptr<const InnerMask> FindSame(const std::string& key);
+  std::shared_ptr<const InnerMask> InsertSame(const std::string& key, std::shared_ptr<const InnerMask> mask);
+  std::shared_ptr<const TokenList> FindSameList(const std::string& key);
+  std::shared_ptr<const TokenList> InsertSameList(const std::string& key, std::shared_ptr<const TokenList> list);
+
   void Clear();
   void SetLimitBytes(int64_t limit);
 
@@ -75,9 +86,20 @@ class NodeMaskPool {
   typename Map::mapped_type InsertIn(Map& map, Radii& radii, const std::string& core, int32_t radius,
                                      const std::string& key, typename Map::mapped_type value, int64_t size);
 
+  template <class Map>
+  typename Map::mapped_type FindSameIn(Map& map, const std::string& key);
+  template <class Map>
+  typename Map::mapped_type InsertSameIn(Map& map, const std::string& key, typename Map::mapped_type value,
+                                         int64_t size);
+  void StartOver();
+
   std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
   std::unordered_map<std::string, std::shared_ptr<const TokenList>> contexts_;
   Radii radii_, context_radii_;
+  std::unordered_map<std::string, int64_t> grammar_ids_;  // by fingerprint
+  int64_t next_grammar_id_ = 0;  // never reused, also after starting over
+  std::unordered_map<std::string, std::shared_ptr<const InnerMask>> same_masks_;
+  std::unordered_map<std::string, std::shared_ptr<const TokenList>> same_lists_;
   int64_t bytes_ = 0;
   int64_t limit_bytes_ = kDefaultLimitBytes;
   int64_t hits_ = 0, misses_ = 0;

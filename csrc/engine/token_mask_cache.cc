@@ -148,6 +148,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
       });
   mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   mask->crossing.shrink_to_fit();
+  mask->radius = dist ? reached : INT32_MAX;
   if (radius) *radius = reached;
   return mask;
 }
@@ -244,8 +245,10 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
   NodeMaskPool& pool = tok_.mask_pool();
+  std::string same = SameKey('n', &node, sizeof(node));
+  std::shared_ptr<const InnerMask> inner = pool.FindSame(same);
   int32_t radius = -1;
-  std::shared_ptr<const InnerMask> inner = SharedByReach(
+  if (!inner) inner = pool.InsertSame(same, SharedByReach(
       fsm_, {node}, nullptr, "",
       [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
         return pool.Find(core, key_at, r);
@@ -256,8 +259,8 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
       [&](const int32_t* dist, int32_t* r) -> std::shared_ptr<const InnerMask> {
         return ClassifyInner(fsm_, tok_, node, dist, r);
       },
-      &radius);
-  auto* fresh = new NodeMask{inner, {}, all_contexts, radius};
+      &radius));
+  auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
     const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
     fresh->uncertain = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
@@ -335,15 +338,19 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   // here but has not looked at the tokens left out, so it is only looked up.
   std::vector<int32_t> roots = {node};
   roots.insert(roots.end(), follow.begin(), follow.end());
-  std::string inner_key;
-  if (mask.inner_radius >= 0) {
-    inner_key = BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, mask.inner_radius),
-                        mask.inner_radius, kMaxKeyNodes);
-  }
   NodeMaskPool& pool = tok_.mask_pool();
-  int32_t radius = -1;
+  std::string same = SameKey('c', key.data(), key.size());
   using List = std::shared_ptr<const std::vector<int32_t>>;
-  List found = SharedByReach(
+  List found = pool.FindSameList(same);
+  if (found) {
+    std::unique_lock<std::shared_mutex> lock(context_mu_);
+    return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
+  }
+  int32_t inner_radius = mask.inner->radius;
+  std::string inner_key =
+      BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius), inner_radius, kMaxKeyNodes);
+  int32_t radius = -1;
+  found = SharedByReach(
       fsm_, roots, &call_targets_, inner_key,
       [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
         return pool.FindContext(core, key_at, r);
@@ -368,6 +375,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
         return narrowed;
       },
       &radius);
+  found = pool.InsertSameList(same, std::move(found));
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first
@@ -405,24 +413,40 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // string, every character leads to such a state): reuse the walk's result.
   thread_local std::string signature;
   bool memo = StackSignature(set, &signature);
+  // Then the pool's, for this grammar compiled before.
+  auto apply = [&](const std::vector<int32_t>& ids) {
+    for (int32_t id : ids) words[id >> 5] |= uint32_t{1} << (id & 31);
+  };
   if (memo) {
     std::shared_lock<std::shared_mutex> lock(context_mu_);
     auto it = walk_results_.find(signature);
-    if (it != walk_results_.end()) {
-      for (int32_t id : it->second) words[id >> 5] |= uint32_t{1} << (id & 31);
-      return;
-    }
+    if (it != walk_results_.end()) return apply(*it->second);
   }
-  WalkAcceptedTokens(fsm_, tok_, set, uncertain.data(), uncertain.size(), words);
-  if (!memo) return;
-  std::vector<int32_t> ids;
-  for (int32_t pos : uncertain) {
-    int32_t id = sorted[pos];
-    if ((words[id >> 5] >> (id & 31)) & 1) ids.push_back(id);
+  std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
+  std::shared_ptr<const std::vector<int32_t>> ids = memo ? tok_.mask_pool().FindSameList(same) : nullptr;
+  if (ids) {
+    apply(*ids);
+  } else {
+    WalkAcceptedTokens(fsm_, tok_, set, uncertain.data(), uncertain.size(), words);
+    if (!memo) return;
+    auto accepted = std::make_shared<std::vector<int32_t>>();
+    for (int32_t pos : uncertain) {
+      int32_t id = sorted[pos];
+      if ((words[id >> 5] >> (id & 31)) & 1) accepted->push_back(id);
+    }
+    ids = tok_.mask_pool().InsertSameList(same, std::move(accepted));
   }
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
   walk_results_.emplace(signature, std::move(ids));
+}
+
+std::string TokenMaskCache::SameKey(char tag, const void* what, size_t size) const {
+  std::call_once(grammar_id_once_, [&] { grammar_id_ = tok_.mask_pool().GrammarId(Fingerprint(fsm_)); });
+  std::string key(reinterpret_cast<const char*>(&grammar_id_), sizeof(grammar_id_));
+  key.push_back(tag);
+  key.append(static_cast<const char*>(what), size);
+  return key;
 }
 
 bool TokenMaskCache::StackSignature(const EarleySet& set, std::string* out) const {
@@ -467,7 +491,7 @@ int64_t TokenMaskCache::MemoryBytes() const {
     bytes += static_cast<int64_t>(key.size() + 4 * list->capacity() + 64);
   }
   for (const auto& [key, ids] : walk_results_) {
-    bytes += static_cast<int64_t>(key.size() + 4 * ids.capacity() + 64);
+    bytes += static_cast<int64_t>(key.size() + 4 * ids->capacity() + 64);
   }
   return bytes;
 }

@@ -37,9 +37,6 @@ struct NodeMask {
   // (precompute); on demand, each caller context gets its own narrower list instead.
   std::vector<int32_t> uncertain;
   bool has_uncertain = false;
-  // How far (ByteDistances) the classification of `inner` reached; -1 when unknown (then
-  // uncertain tokens are not shared across grammars).
-  int32_t inner_radius = -1;
 
   void OrInto(uint32_t* words) const { inner->accepted.OrInto(words); }
   size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
@@ -89,8 +86,12 @@ class TokenMaskCache {
  private:
   // The node's uncertain tokens that may go on where the callers waiting in `origin`
   // continue, computed once per (node, continuation nodes) and shared with grammars
-  // of the same structure through the pool (ContextKey).
+  // of the same structure around there through the pool.
   const std::vector<int32_t>& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+
+  // This grammar's prefix for the pool's per-grammar entries (NodeMaskPool::GrammarId),
+  // made on first use, then `tag` and `what`.
+  std::string SameKey(char tag, const void* what, size_t size) const;
 
   // Serializes what a parse from `set` depends on; false when it is too large to keep.
   bool StackSignature(const EarleySet& set, std::string* out) const;
@@ -99,11 +100,13 @@ class TokenMaskCache {
   const GrammarFsm& fsm_;
   const TokenizerInfo& tok_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
+  mutable std::once_flag grammar_id_once_;
+  mutable int64_t grammar_id_ = -1;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> context_uncertain_;
   // Uncertain tokens the full parser accepted, by StackSignature of the state.
-  mutable std::unordered_map<std::string, std::vector<int32_t>> walk_results_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> walk_results_;
 };
 
 }  // namespace xgr2

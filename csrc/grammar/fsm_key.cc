@@ -122,4 +122,22 @@ std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
   return key;
 }
 
+std::string Fingerprint(const GrammarFsm& fsm) {
+  std::vector<int32_t> words = {fsm.root, static_cast<int32_t>(fsm.rule_start.size()), fsm.NumNodes()};
+  for (size_t r = 0; r < fsm.rule_start.size(); ++r) {
+    words.push_back(fsm.rule_start[r]);
+    words.push_back(fsm.rule_nullable[r]);
+  }
+  for (int32_t n = 0; n < fsm.NumNodes(); ++n) {
+    words.push_back(fsm.node_rule[n] << 1 | fsm.node_final[n]);
+    words.push_back(fsm.edge_begin[n + 1] - fsm.edge_begin[n]);
+    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      words.push_back(edge.rule >= 0 ? -1 - edge.rule : (edge.lo << 8 | edge.hi));
+      words.push_back(edge.target);
+    }
+  }
+  return std::string(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
+}
+
 }  // namespace xgr2

@@ -30,4 +30,9 @@ std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
                     int32_t radius, int32_t max_nodes);
 
+// The whole automata, serialized: equal for grammars that parse alike in every
+// respect the mask cache can see (the same grammar compiled again, or rules that were
+// written differently but built the same automata).
+std::string Fingerprint(const GrammarFsm& fsm);
+
 }  // namespace xgr2
