@@ -219,19 +219,20 @@ template <class Find, class Insert, class Compute>
 auto SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                    const std::vector<std::vector<int32_t>>* call_targets, const std::string& also, Find&& find,
                    Insert&& insert, Compute&& compute, int32_t* radius) -> decltype(compute(nullptr, radius)) {
-  std::vector<int32_t> near = ByteDistances(fsm, roots, call_targets, kMaxKeyRadius);
-  auto key_at = [&](const std::vector<int32_t>& dist, int32_t r) {
+  std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
+  auto key_at = [&](int32_t r) {
     std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
     return key.empty() ? key : key + also;
   };
-  std::string core = key_at(near, 0);
+  // The index of the stored radii: the ball of radius 1 tells most structures apart
+  // (the bytes out of the node), so few radii are tried per lookup.
+  std::string core = key_at(1);
   if (!core.empty()) {
-    if (auto found = find(core, [&](int32_t r) { return key_at(near, r); }, radius)) return found;
+    if (auto found = find(core, key_at, radius)) return found;
   }
-  std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
   auto value = compute(dist.data(), radius);
   std::string key;
-  if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(dist, *radius);
+  if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(*radius);
   if (key.empty()) {
     *radius = -1;
     return value;

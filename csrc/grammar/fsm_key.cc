@@ -1,6 +1,5 @@
 #include "grammar/fsm_key.h"
 
-#include <deque>
 #include <vector>
 
 namespace xgr2 {
@@ -22,7 +21,9 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     std::fill(stamp_of.begin(), stamp_of.end(), 0);
     stamp = 1;
   }
-  std::vector<int32_t> order;
+  thread_local std::vector<int32_t> order, words;  // reused: keys are made often
+  order.clear();
+  words.clear();
   auto visit = [&](int32_t n) {
     if (stamp_of[n] == stamp || dist[n] > radius) return true;
     if (static_cast<int32_t>(order.size()) >= max_nodes) return false;
@@ -54,8 +55,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     return stamp_of[start] == stamp ? id_of[start] : -1;
   };
   auto node_id = [&](int32_t n) { return stamp_of[n] == stamp ? id_of[n] : -1; };
-  std::vector<int32_t> words;
-  words.reserve(order.size() * 8);
+  words.push_back(radius);
   words.push_back(static_cast<int32_t>(roots.size()));
   for (int32_t root : roots) words.push_back(id_of[root]);
   for (int32_t n : order) {
@@ -80,36 +80,38 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
 
 std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                                    const std::vector<std::vector<int32_t>>* call_targets, int32_t bound) {
-  // 0-1 breadth-first search: free moves go to the front of the queue.
+  // Dial's algorithm with two buckets: nodes at distance d (a stack: free moves push onto
+  // it) and at d + 1.
   std::vector<int32_t> dist(fsm.NumNodes(), INT32_MAX);
-  std::deque<int32_t> queue;
-  auto relax = [&](int32_t n, int32_t d, bool free) {
+  thread_local std::vector<int32_t> now, later;
+  now.clear();
+  later.clear();
+  auto relax = [&](int32_t n, int32_t d, std::vector<int32_t>& bucket) {
     if (d >= dist[n] || d > bound) return;
     dist[n] = d;
-    if (free) {
-      queue.push_front(n);
-    } else {
-      queue.push_back(n);
-    }
+    bucket.push_back(n);
   };
-  for (int32_t root : roots) relax(root, 0, true);
-  while (!queue.empty()) {
-    int32_t n = queue.front();
-    queue.pop_front();
-    int32_t d = dist[n];
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
-      const FsmEdge& edge = fsm.edges[e];
-      if (edge.rule < 0) {
-        relax(edge.target, d + 1, false);
-        continue;
+  for (int32_t root : roots) relax(root, 0, now);
+  for (int32_t d = 0; !now.empty(); ++d) {
+    while (!now.empty()) {
+      int32_t n = now.back();
+      now.pop_back();
+      if (dist[n] != d) continue;  // reached again at a smaller distance
+      for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+        const FsmEdge& edge = fsm.edges[e];
+        if (edge.rule < 0) {
+          relax(edge.target, d + 1, later);
+          continue;
+        }
+        relax(fsm.rule_start[edge.rule], d, now);
+        bool nullable = fsm.rule_nullable[edge.rule];
+        relax(edge.target, nullable ? d : d + 1, nullable ? now : later);
       }
-      relax(fsm.rule_start[edge.rule], d, true);
-      bool nullable = fsm.rule_nullable[edge.rule];
-      relax(edge.target, nullable ? d : d + 1, nullable);
+      if (call_targets && fsm.node_final[n]) {
+        for (int32_t t : (*call_targets)[fsm.node_rule[n]]) relax(t, d, now);
+      }
     }
-    if (call_targets && fsm.node_final[n]) {
-      for (int32_t t : (*call_targets)[fsm.node_rule[n]]) relax(t, d, true);
-    }
+    now.swap(later);
   }
   return dist;
 }
@@ -117,9 +119,7 @@ std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int3
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
                     int32_t radius, int32_t max_nodes) {
-  std::string key = SerializeFrom(fsm, roots, call_targets, max_nodes, dist.data(), radius);
-  if (!key.empty()) key.append(reinterpret_cast<const char*>(&radius), sizeof(radius));
-  return key;
+  return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.data(), radius);
 }
 
 std::string Fingerprint(const GrammarFsm& fsm) {
