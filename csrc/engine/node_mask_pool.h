@@ -44,7 +44,8 @@ class NodeMaskPool {
 
   // Both kinds of entries are keyed by BallKey at the radius that their walk reached.
   // A lookup tries every radius stored with the node's `core` key (a small ball that
-  // indexes them); key_at(r) gives its key at radius r. A hit sets *radius to the one that matched.
+  // indexes them); key_at(r) gives its key at radius r. A hit sets *radius to the
+  // radius that matched.
   using KeyAt = std::function<std::string(int32_t)>;
   std::shared_ptr<const InnerMask> Find(const std::string& core, const KeyAt& key_at, int32_t* radius);
   // Stores `mask` under `key` (of radius `radius`) unless present; returns the stored one.
