@@ -1,10 +1,10 @@
 """Shared pieces of the side-by-side benchmarks (xgr2 vs xgrammar vs llguidance).
 
-Not a script: `bench_json_mask.py`, `bench_schemas.py` and `bench_compile.py` import it
-(Python puts a script's folder first on `sys.path`). It holds the engine
-adapters, the Llama-3 tokenizer, the forced-decoding timer, the summary statistics, the
-markdown tables (with ratios to the best peer), the machine description and the writer
-of benchmarks/RESULTS.md.
+Not a script: `bench_json_mask.py`, `bench_schemas.py`, `bench_compile.py` and
+`bench_batch.py` import it (Python puts a script's folder first on `sys.path`). It holds
+the engine adapters, the Llama-3 tokenizer, the forced-decoding timer, the summary
+statistics, the markdown tables (with ratios to the best peer), the machine description
+and the writer of benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -355,9 +355,19 @@ def ratio_table(rows: dict[str, dict], columns, peers: Callable[[str], list[str]
     return "\n".join(lines)
 
 
-RATIO_NOTE = "Ratio to the best other engine (< 1 = faster than every peer):"
 PEER_RATIO_NOTE = ("Ratio to the best peer (< 1 = faster than every peer; the xgr2 rows are compared with "
                    "xgrammar and llguidance, those two with each other and xgr2):")
+
+
+def mask_tables(stats: dict[str, dict], setup_ms: dict[str, float], accepted: str) -> str:
+    """The MASK_COLUMNS table (with tokenizer setup time, mask count and the `accepted`
+    column), then, with several engines, the ratios to the best peer."""
+    lead = [("tokenizer setup ms", lambda name, s: f"{setup_ms[name]:.0f}")]
+    tail = [("masks", "masks"), (accepted, "accepted")]
+    text = markdown_table(stats, MASK_COLUMNS, lead, tail)
+    if len(stats) > 1:
+        text += "\n\n" + PEER_RATIO_NOTE + "\n\n" + ratio_table(stats, MASK_COLUMNS, lambda n: peer_engines(stats, n))
+    return text
 
 
 def compare_masks(runs: dict[str, list[dict]], labels: list[str], hf_tok, next_ids=None) -> list[str]:
@@ -403,6 +413,18 @@ def compare_masks(runs: dict[str, list[dict]], labels: list[str], hf_tok, next_i
     ]
 
 
+def agreement_lines(agreement: str, mismatches: list[str], limit: int | None = None) -> list[str]:
+    """RESULTS.md lines: the mask-agreement sentence, then the mismatch notes as a list
+    (with `limit`, the first `limit` and a count of the rest)."""
+    shown = mismatches[:limit]
+    more = len(mismatches) - len(shown)
+    return [
+        agreement + ("" if not mismatches else ":"),
+        *(f"- {note}" for note in shown),
+        *([f"- ... {more} more kinds"] if more else []),
+    ]
+
+
 # --------------------------------------------------------------------------- results
 def machine_description() -> list[str]:
     cpu = "unknown"
@@ -425,10 +447,17 @@ def command_line(script: str, argv) -> str:
     return f"`python benchmarks/{script} {' '.join(argv or sys.argv[1:])}`"
 
 
-def append_results(title: str, body: list[str]) -> None:
-    """Append a dated `## <date>: <title>` section to RESULTS.md (created if missing)."""
+def append_results(title: str, script: str, argv, body: list[str]) -> None:
+    """Append a dated `## <date>: <title>` section to RESULTS.md (created if missing):
+    the machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`."""
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
-    section = [f"## {now}: {title}", "", *body]
+    section = [
+        f"## {now}: {title}",
+        "",
+        *(f"- {line}" for line in machine_description()),
+        f"- Command: {command_line(script, argv)}",
+        *body,
+    ]
     old = RESULTS_MD.read_text(encoding="utf-8") if RESULTS_MD.exists() else None
     with RESULTS_MD.open("a", encoding="utf-8") as f:
         if old is None:

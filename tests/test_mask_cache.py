@@ -221,6 +221,23 @@ def test_a_grammar_compiled_again_reuses_its_masks(llama3_tokenizer_info):
         assert np.array_equal(a, expected) and np.array_equal(b, expected), p
 
 
+def test_a_recompiled_grammar_reuses_masks_that_have_no_structural_key():
+    # 729 keywords: the walk from the start reaches an automaton node per 3-byte prefix,
+    # past the structural key's limit of 512 nodes, so only the per-grammar entries can
+    # share its classification with the second compile.
+    words = [a + b + c + "z" for a in "abcdefghi" for b in "abcdefghi" for c in "abcdefghi"]
+    vocab = [bytes([b]) for b in range(32, 127)] + [w[:n].encode() for w in words[::37] for n in (2, 3)]
+    tok = xgr2.TokenizerInfo(vocab)
+    text = "root ::= " + " | ".join(f'"{w}"' for w in words)
+    expected = xgr2.compile(text, tok, mask_cache=False).initial_state().bitmask()
+    for _ in range(2):
+        before = tok.cross_grammar_cache_info()
+        state = xgr2.Compiler(tok, cache_limit_bytes=0).compile(text).initial_state()
+        assert np.array_equal(state.bitmask(), expected)
+        after = tok.cross_grammar_cache_info()
+    assert after.misses == before.misses and after.hits > before.hits  # the second compile
+
+
 def test_shared_context_tokens_depend_on_what_follows_the_callers():
     # The string body's uncertain tokens after `=` (the rule `pair` ends with it) depend
     # on what follows pair in the root: '"&' goes on only in the first grammar, '"|'

@@ -66,5 +66,5 @@ def batch_advance(
     [True, False]
     """
     states = _state_list(states)
-    tokens = [int(t) for t in np.asarray(tokens).reshape(-1)] if not isinstance(tokens, list) else tokens
-    return _core.batch_advance(states, [int(t) for t in tokens], int(num_threads))
+    tokens = [int(t) for t in (tokens if isinstance(tokens, list) else np.asarray(tokens).reshape(-1))]
+    return _core.batch_advance(states, tokens, int(num_threads))

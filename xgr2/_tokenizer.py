@@ -158,8 +158,7 @@ class TokenizerInfo:
         self._core.set_mask_pool_limit(limit_bytes)
 
     def __reduce__(self):
-        encoded, vocab_size, stops, specials, vocab_type = self._args
-        return (_restore_tokenizer_info, (encoded, vocab_size, stops, specials, vocab_type))
+        return (_restore_tokenizer_info, self._args)
 
     def __repr__(self) -> str:
         return (f"TokenizerInfo(vocab_type={self.vocab_type!r}, tokenizer_size={self.tokenizer_size}, "

@@ -120,7 +120,7 @@ template <class Map>
 typename Map::mapped_type NodeMaskPool::FindSameIn(Map& map, const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = map.find(key);
-  if (it == map.end()) return nullptr;  // counted by the structural lookup that follows
+  if (it == map.end()) return nullptr;  // a miss: counted by the structural lookup, if one follows
   ++hits_;
   return it->second;
 }

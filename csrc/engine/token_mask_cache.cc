@@ -211,14 +211,18 @@ namespace {
 
 // A walk's result shared through the vocabulary's pool, keyed by the structure the
 // walk reached from `roots` (BallKey): usually a few bytes around a node, so a schema's
-// `": " value` node is shared whatever properties follow it. find(core, key_at, &radius)
-// and insert(core, radius, key, value) are the pool's; compute(dist, &radius) walks.
-// *radius: how far the result's walk reached, -1 when unknown. `also` is appended to
-// every key: whatever else the result depends on.
-template <class Find, class Insert, class Compute>
-auto SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                   const std::vector<std::vector<int32_t>>* call_targets, const std::string& also, Find&& find,
-                   Insert&& insert, Compute&& compute, int32_t* radius) -> decltype(compute(nullptr, radius)) {
+// `": " value` node is shared whatever properties follow it. `find` and `insert` are the
+// pool's methods for the kind of result; compute(dist, &radius) walks. *radius: how far
+// the result's walk reached, -1 when unknown. `also` is appended to every key: whatever
+// else the result depends on.
+template <class T, class Compute>
+std::shared_ptr<const T> SharedByReach(
+    const GrammarFsm& fsm, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
+    const std::string& also, NodeMaskPool& pool,
+    std::shared_ptr<const T> (NodeMaskPool::*find)(const std::string&, const NodeMaskPool::KeyAt&, int32_t*),
+    std::shared_ptr<const T> (NodeMaskPool::*insert)(const std::string&, int32_t, const std::string&,
+                                                     std::shared_ptr<const T>),
+    Compute&& compute, int32_t* radius) {
   std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
   auto key_at = [&](int32_t r) {
     std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
@@ -228,16 +232,16 @@ auto SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
   // (the bytes out of the node), so few radii are tried per lookup.
   std::string core = key_at(1);
   if (!core.empty()) {
-    if (auto found = find(core, key_at, radius)) return found;
+    if (auto found = (pool.*find)(core, key_at, radius)) return found;
   }
-  auto value = compute(dist.data(), radius);
+  std::shared_ptr<const T> value = compute(dist.data(), radius);
   std::string key;
   if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(*radius);
   if (key.empty()) {
     *radius = -1;
     return value;
   }
-  return insert(core, *radius, key, std::move(value));
+  return (pool.*insert)(core, *radius, key, std::move(value));
 }
 
 }  // namespace
@@ -248,19 +252,12 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   NodeMaskPool& pool = tok_.mask_pool();
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.FindSame(same);
-  int32_t radius = -1;
-  if (!inner) inner = pool.InsertSame(same, SharedByReach(
-      fsm_, {node}, nullptr, "",
-      [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
-        return pool.Find(core, key_at, r);
-      },
-      [&](const std::string& core, int32_t r, const std::string& key, std::shared_ptr<const InnerMask> value) {
-        return pool.Insert(core, r, key, std::move(value));
-      },
-      [&](const int32_t* dist, int32_t* r) -> std::shared_ptr<const InnerMask> {
-        return ClassifyInner(fsm_, tok_, node, dist, r);
-      },
-      &radius));
+  if (!inner) {
+    int32_t radius = -1;
+    auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, dist, r); };
+    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", pool, &NodeMaskPool::Find,
+                                                           &NodeMaskPool::Insert, classify, &radius));
+  }
   auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
     const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
@@ -351,14 +348,8 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   std::string inner_key =
       BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius), inner_radius, kMaxKeyNodes);
   int32_t radius = -1;
-  found = SharedByReach(
-      fsm_, roots, &call_targets_, inner_key,
-      [&](const std::string& core, const NodeMaskPool::KeyAt& key_at, int32_t* r) {
-        return pool.FindContext(core, key_at, r);
-      },
-      [&](const std::string& core, int32_t r, const std::string& key, List value) {
-        return pool.InsertContext(core, r, key, std::move(value));
-      },
+  found = SharedByReach<std::vector<int32_t>>(
+      fsm_, roots, &call_targets_, inner_key, pool, &NodeMaskPool::FindContext, &NodeMaskPool::InsertContext,
       [&](const int32_t* dist, int32_t* r) -> List {
         auto narrowed = std::make_shared<std::vector<int32_t>>();
         if (mask.has_uncertain) {
@@ -414,7 +405,6 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // string, every character leads to such a state): reuse the walk's result.
   thread_local std::string signature;
   bool memo = StackSignature(set, &signature);
-  // Then the pool's, for this grammar compiled before.
   auto apply = [&](const std::vector<int32_t>& ids) {
     for (int32_t id : ids) words[id >> 5] |= uint32_t{1} << (id & 31);
   };
@@ -423,6 +413,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     auto it = walk_results_.find(signature);
     if (it != walk_results_.end()) return apply(*it->second);
   }
+  // Then the pool's, for this grammar compiled before.
   std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
   std::shared_ptr<const std::vector<int32_t>> ids = memo ? tok_.mask_pool().FindSameList(same) : nullptr;
   if (ids) {

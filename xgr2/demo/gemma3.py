@@ -43,9 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .llama import _attention, _rmsnorm, _rope
-
-Params = dict[str, Any]  # {"embed": [V, D], "norm": [D], "layers": [{...}, ...]}
+from .llama import Llama, Params, _attention, _rmsnorm, _rope
 
 
 @dataclass(frozen=True)
@@ -227,32 +225,16 @@ def decode_step(params: Params, tokens: jax.Array, pos: jax.Array, cache: KVCach
     return _logits(params, x[:, 0]), KVCache(*map(tuple, zip(*kvs, strict=True)))
 
 
-class Gemma3:
+class Gemma3(Llama):
     """A model: its config and parameters, with the entry points above bound to them
-    (the interface of :class:`xgr2.demo.llama.Llama`)."""
+    (:class:`xgr2.demo.llama.Llama`'s methods, calling this module's functions)."""
 
-    def __init__(self, cfg: Gemma3Config, params: Params):
-        self.cfg = cfg
-        self.params = params
+    _forward = staticmethod(forward)
+    _prefill = staticmethod(prefill)
+    _decode_step = staticmethod(decode_step)
 
     @staticmethod
     def from_checkpoint(ckpt: Any) -> Gemma3:
         """From a ``gguf_loader.Checkpoint`` of a gemma3 GGUF."""
         cfg = Gemma3Config.from_hparams(ckpt.hparams)
         return Gemma3(cfg, params_from_gguf(ckpt.weights, cfg))
-
-    def forward(self, tokens: np.ndarray | jax.Array) -> jax.Array:
-        """See :func:`forward`."""
-        return forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
-
-    def prefill(self, tokens: np.ndarray | jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
-        """See :func:`prefill`."""
-        if tokens.shape[1] > max_len:
-            raise ValueError(f"a prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
-        return prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg, max_len=max_len)
-
-    def decode_step(self, tokens: np.ndarray | jax.Array, pos: int | jax.Array,
-                    cache: KVCache) -> tuple[jax.Array, KVCache]:
-        """See :func:`decode_step`."""
-        return decode_step(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache,
-                           cfg=self.cfg)

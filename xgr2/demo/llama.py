@@ -213,8 +213,14 @@ def new_cache(cfg: LlamaConfig, batch: int, max_len: int) -> KVCache:
 class Llama:
     """A model: its config and parameters, with the entry points above bound to them.
 
-    Models with equal configs share compiled code.
+    Models with equal configs share compiled code. Another architecture reuses the methods
+    by subclassing and binding its own module's entry points (:class:`xgr2.demo.gemma3.Gemma3`).
     """
+
+    # The jitted functions the methods call (set before the methods that shadow their names).
+    _forward = staticmethod(forward)
+    _prefill = staticmethod(prefill)
+    _decode_step = staticmethod(decode_step)
 
     def __init__(self, cfg: LlamaConfig, params: Params):
         self.cfg = cfg
@@ -222,16 +228,16 @@ class Llama:
 
     def forward(self, tokens: np.ndarray | jax.Array) -> jax.Array:
         """See :func:`forward`."""
-        return forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
+        return self._forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
 
     def prefill(self, tokens: np.ndarray | jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
         """See :func:`prefill`."""
         if tokens.shape[1] > max_len:
             raise ValueError(f"a prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
-        return prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg, max_len=max_len)
+        return self._prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg, max_len=max_len)
 
     def decode_step(self, tokens: np.ndarray | jax.Array, pos: int | jax.Array,
                     cache: KVCache) -> tuple[jax.Array, KVCache]:
         """See :func:`decode_step`."""
-        return decode_step(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache,
-                           cfg=self.cfg)
+        return self._decode_step(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache,
+                                 cfg=self.cfg)
