@@ -15,11 +15,19 @@ from . import _core
 from ._batch import batch_advance, batch_fill_bitmask
 from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
 from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, compile
-from ._errors import GrammarError, InvalidTokenError, TokenizerError, TokenRejectedError, Xgr2Error
-from ._grammar import Grammar
+from ._errors import (
+    GrammarError,
+    InvalidTokenError,
+    RegexError,
+    SchemaError,
+    TokenizerError,
+    TokenRejectedError,
+    Xgr2Error,
+)
+from ._grammar import Grammar, SchemaWarning
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 
-_core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError)
+_core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError)
 
 __version__ = "0.1.0"
 
@@ -32,6 +40,9 @@ __all__ = [
     "GrammarError",
     "InvalidTokenError",
     "MatcherState",
+    "RegexError",
+    "SchemaError",
+    "SchemaWarning",
     "TokenRejectedError",
     "TokenizerError",
     "TokenizerInfo",

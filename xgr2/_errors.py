@@ -24,6 +24,41 @@ class GrammarError(Xgr2Error, ValueError):
         self.column = column
 
 
+class RegexError(GrammarError):
+    """A malformed or unsupported regular expression. ``position`` is the 0-based offset
+    (in characters) in the pattern where the problem starts.
+
+    >>> import xgr2
+    >>> try:
+    ...     xgr2.Grammar.from_regex("a(b")
+    ... except xgr2.RegexError as e:
+    ...     print(e.position)
+    1
+    """
+
+    def __init__(self, message: str, position: int = 0):
+        super().__init__(message, 1, position + 1)
+        self.position = position
+
+
+class SchemaError(Xgr2Error, ValueError):
+    """A JSON Schema that cannot be compiled exactly: malformed, or a keyword that
+    ``unsupported="error"`` refuses. ``pointer`` is the JSON pointer (RFC 6901) of the
+    offending place in the schema.
+
+    >>> import xgr2
+    >>> try:
+    ...     xgr2.Grammar.from_json_schema({"type": "strin"})
+    ... except xgr2.SchemaError as e:
+    ...     print(e.pointer)
+    /type
+    """
+
+    def __init__(self, message: str, pointer: str = ""):
+        super().__init__(f"{message} (at {pointer or '/'})" if pointer is not None else message)
+        self.pointer = pointer
+
+
 class TokenizerError(Xgr2Error, ValueError):
     """An inconsistent tokenizer description (sizes, ids, unknown format)."""
 

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import warnings
+from typing import Any, Literal
+
 from . import _core
+from ._errors import SchemaError
+
+
+class SchemaWarning(UserWarning):
+    """A JSON Schema keyword widened or ignored under ``unsupported="warn"``."""
 
 
 class Grammar:
@@ -45,6 +54,89 @@ class Grammar:
         if not isinstance(root, str):
             raise TypeError(f"root must be str, got {type(root).__name__}")
         return Grammar(_core.GrammarIR.from_ebnf(text, root))
+
+    @staticmethod
+    def from_regex(pattern: str) -> "Grammar":
+        """A grammar for the strings that ``pattern`` matches in full (``re.fullmatch``).
+
+        The Python / ECMAScript subset used in JSON Schema: literals and escapes, classes,
+        ``.`` (any character but ``\\n``), ``* + ? {m} {m,} {m,n}`` and their lazy forms,
+        alternation, groups (capturing, ``(?:...)``, named). ``\\d \\w \\s`` are ASCII, as
+        in ECMAScript without the ``u`` flag. See ``docs/regex.md``.
+
+        Raises:
+            RegexError: with the ``position`` of a syntax error or of an unsupported
+                construct (backreferences, lookaround, ``\\b``, inline flags).
+
+        >>> print(Grammar.from_regex("ab?c"), end="")
+        root ::= "a" "b"? "c"
+        """
+        if not isinstance(pattern, str):
+            raise TypeError(f"pattern must be str, got {type(pattern).__name__}")
+        return Grammar(_core.GrammarIR.from_regex(pattern))
+
+    @staticmethod
+    def from_json_schema(
+        schema: "dict[str, Any] | bool | str | type",
+        *,
+        any_whitespace: bool = True,
+        indent: int | None = None,
+        separators: tuple[str, str] | None = None,
+        strict: bool = True,
+        unsupported: Literal["error", "warn", "ignore"] = "error",
+    ) -> "Grammar":
+        """A grammar for the JSON texts that are valid instances of ``schema``.
+
+        Args:
+            schema: a JSON Schema as a dict (or bool), a JSON string, or a pydantic model
+                class. Draft 2020-12 and the Draft-07 spellings; see
+                ``docs/json_schema.md`` for every keyword and its status.
+            any_whitespace: allow whitespace between tokens (each run at most 20
+                characters, so a model cannot loop on whitespace). False: compact output.
+            indent: exactly the layout of ``json.dumps(value, indent=indent)``.
+            separators: ``(item_separator, key_separator)`` as in ``json.dumps``.
+            strict: properties the schema does not declare are generated only where it
+                allows them explicitly (``additionalProperties``, ``patternProperties``);
+                False follows JSON Schema's default (any extra property allowed).
+            unsupported: what to do with a keyword that cannot be expressed exactly:
+                ``"error"`` raises :class:`SchemaError`; ``"warn"`` / ``"ignore"`` widen
+                where the docs table says so (with a warning for ``"warn"``).
+
+        Raises:
+            SchemaError: naming the keyword and its JSON pointer.
+
+        >>> g = Grammar.from_json_schema({"type": "integer", "minimum": 1, "maximum": 12})
+        >>> g.root
+        'root'
+        """
+        if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+            schema = schema.model_json_schema()
+        if isinstance(schema, (dict, bool)):
+            try:
+                text = json.dumps(schema, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise SchemaError(f"the schema is not JSON-serializable: {e}", "") from None
+        elif isinstance(schema, str):
+            text = schema
+        else:
+            raise TypeError(f"schema must be a dict, bool, JSON string or pydantic model class, got {type(schema).__name__}")
+        if indent is not None and (not isinstance(indent, int) or isinstance(indent, bool) or indent < 0):
+            raise ValueError(f"indent must be a non-negative int or None, got {indent!r}")
+        if separators is not None:
+            if (not isinstance(separators, (tuple, list)) or len(separators) != 2
+                    or not all(isinstance(s, str) for s in separators)):
+                raise TypeError(f"separators must be a pair of strings, got {separators!r}")
+            separators = (separators[0], separators[1])
+        policies = {"error": 0, "warn": 1, "ignore": 2}
+        if unsupported not in policies:
+            raise ValueError(f'unsupported must be "error", "warn" or "ignore", got {unsupported!r}')
+        ir, notes = _core.GrammarIR.from_json_schema(
+            text, bool(any_whitespace), -1 if indent is None else indent, separators, bool(strict),
+            policies[unsupported])
+        if unsupported == "warn":
+            for note in notes:
+                warnings.warn(note, SchemaWarning, stacklevel=2)
+        return Grammar(ir)
 
     @staticmethod
     def builtin_json() -> "Grammar":

@@ -2,11 +2,16 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "engine/node_mask_pool.h"
+#include "frontends/json_formats.h"
+#include "frontends/json_schema.h"
+#include "frontends/number_range.h"
+#include "frontends/regex.h"
 #include "grammar/fsm.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -25,8 +30,13 @@ PyObject* g_grammar_error = PyExc_ValueError;
 PyObject* g_tokenizer_error = PyExc_ValueError;
 PyObject* g_invalid_token_error = PyExc_ValueError;
 PyObject* g_token_rejected_error = PyExc_ValueError;
+PyObject* g_regex_error = PyExc_ValueError;
+PyObject* g_schema_error = PyExc_ValueError;
 
-void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_token, nb::handle rejected) {
+void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_token, nb::handle rejected,
+                   nb::handle regex, nb::handle schema) {
+  g_regex_error = regex.inc_ref().ptr();
+  g_schema_error = schema.inc_ref().ptr();
   g_grammar_error = grammar.inc_ref().ptr();  // kept for the life of the process
   g_tokenizer_error = tokenizer.inc_ref().ptr();
   g_invalid_token_error = invalid_token.inc_ref().ptr();
@@ -42,6 +52,23 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     PyObject* exc = PyObject_CallFunction(g_grammar_error, "Oii", text.ptr(), e.line, e.column);
     if (exc) {
       PyErr_SetObject(g_grammar_error, exc);
+      Py_DECREF(exc);
+    }
+  } catch (const RegexError& e) {
+    std::string msg = e.what();
+    nb::str text(msg.data(), msg.size());
+    PyObject* exc = PyObject_CallFunction(g_regex_error, "Oi", text.ptr(), e.position);
+    if (exc) {
+      PyErr_SetObject(g_regex_error, exc);
+      Py_DECREF(exc);
+    }
+  } catch (const SchemaError& e) {
+    std::string msg = e.what();
+    nb::str text(msg.data(), msg.size());
+    nb::str pointer(e.pointer.data(), e.pointer.size());
+    PyObject* exc = PyObject_CallFunction(g_schema_error, "OO", text.ptr(), pointer.ptr());
+    if (exc) {
+      PyErr_SetObject(g_schema_error, exc);
       Py_DECREF(exc);
     }
   } catch (const TokenizerError& e) {
@@ -191,6 +218,11 @@ NB_MODULE(_core, m) {
   m.def("_set_error_types", &SetErrorTypes);
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
+  m.def("json_format_ebnf", [](const std::string& format) -> std::optional<std::string> {
+    const char* text = JsonFormatEbnf(format);
+    if (!text) return std::nullopt;
+    return std::string(text);
+  });
 
   nb::class_<GrammarHandle>(m, "GrammarIR")
       .def_static(
@@ -203,6 +235,55 @@ NB_MODULE(_core, m) {
             return GrammarHandle{ir, fsm};
           },
           "text"_a, "root"_a)
+      .def_static(
+          "from_regex",
+          [](nb::handle pattern_obj, bool search) {
+            std::string pattern = Utf8(pattern_obj, "pattern");
+            nb::gil_scoped_release release;
+            auto g = std::make_shared<GrammarIR>();
+            IrBuilder b(g.get());
+            g->root = b.NewRule("root");
+            b.SetBody(g->root, AppendRegex(&b, pattern, search));
+            auto fsm = BuildFsm(*g);
+            return GrammarHandle{g, fsm};
+          },
+          "pattern"_a, "search"_a = false)
+      .def_static(
+          "_numeric_range",  // tests only: the number front end alone
+          [](bool integer, const std::string& minimum, const std::string& maximum, bool exclusive_minimum,
+             bool exclusive_maximum, const std::string& multiple_of) -> std::optional<GrammarHandle> {
+            NumericConstraints c{minimum, maximum, multiple_of, exclusive_minimum, exclusive_maximum};
+            auto g = std::make_shared<GrammarIR>();
+            IrBuilder b(g.get());
+            g->root = b.NewRule("root");
+            int32_t body = integer ? AppendIntegerRange(&b, c) : AppendNumberRange(&b, c);
+            if (body < 0) return std::nullopt;
+            b.SetBody(g->root, body);
+            auto fsm = BuildFsm(*g);
+            return GrammarHandle{g, fsm};
+          },
+          "integer"_a, "minimum"_a, "maximum"_a, "exclusive_minimum"_a, "exclusive_maximum"_a, "multiple_of"_a)
+      .def_static(
+          "from_json_schema",
+          [](nb::handle schema_obj, bool any_whitespace, int indent, std::optional<std::pair<std::string, std::string>> separators,
+             bool strict, int unsupported) {
+            std::string schema = Utf8(schema_obj, "schema");
+            JsonSchemaOptions opt;
+            opt.any_whitespace = any_whitespace;
+            opt.indent = indent;
+            if (separators) {
+              opt.has_separators = true;
+              opt.item_separator = separators->first;
+              opt.key_separator = separators->second;
+            }
+            opt.strict = strict;
+            opt.unsupported = static_cast<UnsupportedPolicy>(unsupported);
+            nb::gil_scoped_release release;
+            JsonSchemaGrammar result = JsonSchemaToGrammar(schema, opt);
+            auto fsm = BuildFsm(*result.grammar);
+            return std::make_pair(GrammarHandle{result.grammar, fsm}, result.warnings);
+          },
+          "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
       .def("to_ebnf", [](const GrammarHandle& h) { return PrintGrammar(*h.ir); })
       .def_prop_ro("root_name", [](const GrammarHandle& h) { return h.ir->rules[h.ir->root].name; })

@@ -15,6 +15,22 @@ class GrammarError : public std::runtime_error {
   int column;
 };
 
+// A malformed regular expression. `position` is the 0-based offset in the pattern
+// (in code points) where the problem starts.
+class RegexError : public std::runtime_error {
+ public:
+  RegexError(const std::string& msg, int position) : std::runtime_error(msg), position(position) {}
+  int position;
+};
+
+// A JSON Schema the front end cannot compile exactly (malformed, or a keyword it does
+// not support). `pointer` is the JSON pointer (RFC 6901) of the offending keyword.
+class SchemaError : public std::runtime_error {
+ public:
+  SchemaError(const std::string& msg, std::string pointer) : std::runtime_error(msg), pointer(std::move(pointer)) {}
+  std::string pointer;
+};
+
 // Inconsistent tokenizer description (sizes, ids, encodings).
 class TokenizerError : public std::runtime_error {
  public:

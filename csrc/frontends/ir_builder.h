@@ -1,0 +1,48 @@
+// Small helpers for front ends that build grammar IR directly (regex, JSON Schema,
+// structural tags): one call per expression kind, so front-end code reads like the
+// grammar it emits.
+#pragma once
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+
+class IrBuilder {
+ public:
+  // One builder per IR at a time: it tracks the rule names in use.
+  explicit IrBuilder(GrammarIR* g);
+  GrammarIR* ir() const { return g_; }
+
+  int32_t Empty() { return g_->AddExpr(Expr{}); }
+  // A literal: UTF-8 bytes matched exactly ("" gives Empty()).
+  int32_t Bytes(std::string bytes);
+  // One code point in the (unsorted, possibly overlapping) ranges, or outside them.
+  int32_t Class(std::vector<CodepointRange> ranges, bool negated = false);
+  int32_t Seq(std::vector<int32_t> items);     // flattens nested sequences; one item: itself
+  int32_t Choice(std::vector<int32_t> alts);   // flattens nested choices; one alt: itself
+  int32_t Repeat(int32_t child, int32_t min, int32_t max);  // max -1: unbounded
+  int32_t Optional(int32_t child) { return Repeat(child, 0, 1); }
+  int32_t Star(int32_t child) { return Repeat(child, 0, -1); }
+  int32_t Plus(int32_t child) { return Repeat(child, 1, -1); }
+  int32_t Ref(int32_t rule);
+
+  // A new rule named `name` (made unique with a numeric suffix); its body is set later.
+  int32_t NewRule(const std::string& name);
+  void SetBody(int32_t rule, int32_t body) { g_->rules[rule].body = body; }
+  // A new rule with this body; returns a reference to it.
+  int32_t RuleRef(const std::string& name, int32_t body);
+
+ private:
+  GrammarIR* g_;
+  std::unordered_set<std::string> names_;
+};
+
+// Copies the rules of `src` into the builder's IR (names prefixed by `prefix`, made
+// unique); returns the id of src's root rule there.
+int32_t ImportGrammar(IrBuilder* dst, const GrammarIR& src, const std::string& prefix);
+
+}  // namespace xgr2

@@ -1,0 +1,35 @@
+// JSON Schema (Draft 2020-12, with the Draft-07 spellings) compiled to grammar IR.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+
+enum class UnsupportedPolicy { kError, kWarn, kIgnore };
+
+struct JsonSchemaOptions {
+  // Whitespace between tokens, each run at most kMaxWhitespace characters.
+  bool any_whitespace = true;
+  // indent >= 0: exactly the layout of json.dumps(..., indent=indent). -1: none.
+  int indent = -1;
+  // As json.dumps's separators; empty: the default for the layout.
+  std::string item_separator, key_separator;
+  bool has_separators = false;
+  // Undeclared properties only where the schema allows them explicitly.
+  bool strict = true;
+  UnsupportedPolicy unsupported = UnsupportedPolicy::kError;
+
+  static constexpr int kMaxWhitespace = 20;
+};
+
+struct JsonSchemaGrammar {
+  GrammarPtr grammar;
+  std::vector<std::string> warnings;  // keywords widened or ignored (unsupported != kError)
+};
+
+// Throws SchemaError (with a JSON pointer) for malformed or unsupported schemas.
+JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options);
+
+}  // namespace xgr2
