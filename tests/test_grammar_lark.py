@@ -343,8 +343,7 @@ def ebnf_char(cp, quote, rnd):
             return "\\n"
         if c in "\\\"'[]-^" and style < 0.8:
             return "\\" + c
-        if cp < 0x100 and style < 0.6:
-            return f"\\x{cp:02x}"
+        # (no `\\x`: it reads every hex digit that follows, tests/test_ebnf_dialect.py)
         return f"\\u{cp:04X}" if cp < 0x10000 else f"\\U{cp:08x}"
     return c
 
@@ -376,7 +375,7 @@ def to_ebnf(ast, rnd):
                 op = f"{{{lo}}}"
             else:
                 op = rnd.choice([f"{{{lo},{hi}}}", f"{{ {lo} , {hi} }}"] + ([f"{{,{hi}}}"] if lo == 0 else []))
-            return inner + op
+            return inner + rnd.choice(["", "", " ", "\n  "]) + op  # XGrammar allows space before it
         sep = " " if kind == "seq" else rnd.choice([" | ", "|", "\n  | ", " # note\n | "])
         text = sep.join(show(c, 2 if kind == "seq" else 1) for c in e[1])
         needs = {"seq": parent >= 3, "alt": parent >= 2}[kind]

@@ -11,7 +11,17 @@ with :mod:`xgr2.jax`.
 [0, 2]
 """
 
-from . import _core
+try:
+    from . import _core
+except ImportError as _error:  # a source tree without its compiled engine
+    import os as _os
+
+    raise ImportError(
+        f"xgr2's compiled engine (xgr2/_core) is missing beside {_os.path.dirname(__file__)}: this looks like "
+        "the source tree, which shadows the installed package when Python starts in the repository root. "
+        "Run from another directory (or use the `xgr2-demo` command), or build the engine in place "
+        "(see docs/development.md)."
+    ) from _error
 from ._batch import batch_advance, batch_fill_bitmask
 from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
 from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, compile

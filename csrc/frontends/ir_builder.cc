@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "support/utf8.h"
+#include "xgr2/errors.h"
+
 namespace xgr2 {
 
 IrBuilder::IrBuilder(GrammarIR* g) : g_(g) {
@@ -89,6 +92,82 @@ int32_t IrBuilder::RuleRef(const std::string& name, int32_t body) {
   int32_t r = NewRule(name);
   SetBody(r, body);
   return Ref(r);
+}
+
+namespace {
+
+// The code points one character of a class may be, as sorted positive ranges.
+std::vector<CodepointRange> ClassRanges(const Expr& e) {
+  if (!e.negated) return e.ranges;
+  std::vector<CodepointRange> out;
+  uint32_t next = 0;
+  for (const CodepointRange& r : e.ranges) {
+    if (r.lo > next) out.push_back({next, r.lo - 1});
+    next = std::max(next, r.hi + 1);
+  }
+  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
+  // Surrogates are not characters.
+  std::vector<CodepointRange> clean;
+  for (CodepointRange r : out) {
+    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
+      clean.push_back(r);
+      continue;
+    }
+    if (r.lo < 0xD800) clean.push_back({r.lo, 0xD7FF});
+    if (r.hi > 0xDFFF) clean.push_back({0xE000, r.hi});
+  }
+  return clean;
+}
+
+}  // namespace
+
+int32_t RewriteChars(IrBuilder* b, int32_t expr,
+                     const std::function<int32_t(const std::vector<CodepointRange>&)>& rewrite) {
+  // Copy: rewriting appends to the arena and may move it.
+  Expr e = b->ir()->exprs[expr];
+  switch (e.kind) {
+    case ExprKind::kEmpty:
+      return expr;
+    case ExprKind::kBytes: {
+      std::vector<int32_t> chars;
+      size_t p = 0;
+      while (p < e.bytes.size()) {
+        int32_t cp = DecodeUtf8(e.bytes, &p);
+        if (cp < 0) throw GrammarError("literal is not valid UTF-8");
+        uint32_t c = static_cast<uint32_t>(cp);
+        chars.push_back(rewrite({{c, c}}));
+      }
+      return b->Seq(chars);
+    }
+    case ExprKind::kCharClass:
+      return rewrite(ClassRanges(e));
+    case ExprKind::kRuleRef:
+      throw GrammarError("internal: RewriteChars met a rule reference");
+    case ExprKind::kSequence:
+    case ExprKind::kChoice: {
+      std::vector<int32_t> kids;
+      for (int32_t c : e.children) kids.push_back(RewriteChars(b, c, rewrite));
+      return e.kind == ExprKind::kSequence ? b->Seq(kids) : b->Choice(kids);
+    }
+    case ExprKind::kRepeat:
+      return b->Repeat(RewriteChars(b, e.children[0], rewrite), e.min, e.max);
+  }
+  return expr;
+}
+
+int32_t Nothing(IrBuilder* b) { return b->Class({}, false); }
+
+int32_t RestrictChars(IrBuilder* b, int32_t expr, const std::vector<CodepointRange>& allowed) {
+  return RewriteChars(b, expr, [&](const std::vector<CodepointRange>& ranges) {
+    std::vector<CodepointRange> kept;
+    for (CodepointRange r : ranges) {
+      for (CodepointRange a : allowed) {
+        uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+        if (lo <= hi) kept.push_back({lo, hi});
+      }
+    }
+    return b->Class(kept, false);
+  });
 }
 
 int32_t ImportGrammar(IrBuilder* dst_builder, const GrammarIR& src, const std::string& prefix) {

@@ -2,6 +2,7 @@
 // structural tags): one call per expression kind, so front-end code reads like the
 // grammar it emits.
 #pragma once
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -40,6 +41,20 @@ class IrBuilder {
   GrammarIR* g_;
   std::unordered_set<std::string> names_;
 };
+
+// Rewrites a rule-free expression character by character: every kBytes literal and
+// kCharClass becomes rewrite(ranges), where `ranges` are the sorted, merged code points
+// one character of it may be (negated classes are complemented, surrogates excluded).
+// Used for JSON string escapes, `json_string` regexes and case-insensitive matching.
+int32_t RewriteChars(IrBuilder* b, int32_t expr,
+                     const std::function<int32_t(const std::vector<CodepointRange>&)>& rewrite);
+
+// Keeps only the characters inside `allowed` (a literal with another character, or a
+// class left empty, matches nothing).
+int32_t RestrictChars(IrBuilder* b, int32_t expr, const std::vector<CodepointRange>& allowed);
+
+// An expression that matches no string at all (an empty character class).
+int32_t Nothing(IrBuilder* b);
 
 // Copies the rules of `src` into the builder's IR (names prefixed by `prefix`, made
 // unique); returns the id of src's root rule there.

@@ -19,6 +19,14 @@ namespace xgr2 {
 // Throws RegexError (with the position) for syntax errors and unsupported constructs.
 int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search);
 
+// Flags of XGrammar's `Regex(..., flags="is")` macro: `i` ASCII case-insensitive,
+// `s` makes `.` match `\n` too.
+struct RegexFlags {
+  bool ignore_case = false;
+  bool dot_all = false;
+};
+int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search, const RegexFlags& flags);
+
 // A grammar whose root rule `root` matches exactly the strings `pattern` fullmatches.
 GrammarPtr ParseRegex(const std::string& pattern);
 

@@ -9,6 +9,8 @@
 #include <cctype>
 #include <unordered_map>
 
+#include "frontends/ir_builder.h"
+#include "frontends/regex.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -139,7 +141,16 @@ class EbnfParser {
     size_t p = pos_;
     if (p >= text_.size() || !IsNameStart(text_[p])) return false;
     while (p < text_.size() && IsNameChar(text_[p])) ++p;
-    while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n')) ++p;
+    auto skip_space = [&] {
+      while (p < text_.size() && (text_[p] == ' ' || text_[p] == '\t' || text_[p] == '\r' || text_[p] == '\n')) ++p;
+    };
+    skip_space();
+    if (p < text_.size() && text_[p] == '[') {  // rule options: `name[...] ::=` (rejected in ParseRule)
+      size_t close = text_.find(']', p);
+      if (close == std::string::npos) return false;
+      p = close + 1;
+      skip_space();
+    }
     return text_.compare(p, 3, "::=") == 0;
   }
 
@@ -157,6 +168,10 @@ class EbnfParser {
     if (!IsNameStart(Peek())) Fail("expected a rule name", pos_);
     std::string name = ParseName();
     SkipSpace();
+    if (Peek() == '[') {
+      Fail("rule options (`" + name + "[...] ::=`: max_tokens, max_chars, capture, lazy, temperature) are not "
+           "supported; define the rule without them", pos_);
+    }
     if (text_.compare(pos_, 3, "::=") != 0) Fail("expected `::=` after rule name `" + name + "`", pos_);
     pos_ += 3;
     int32_t id = RuleId(name);
@@ -260,7 +275,9 @@ class EbnfParser {
     for (int ops = 0;; ++ops) {
       // Each operator nests the expression once more; bound it like parentheses.
       if (ops > GrammarLimits::kMaxNesting) Fail("too many postfix operators in a row", pos_);
-      char c = Peek();  // postfix operators must follow without whitespace
+      size_t before_space = pos_;
+      SkipSpace();  // XGrammar and GBNF allow whitespace before an operator: `x {2, 3}`
+      char c = Peek();
       if (c == '*') {
         ++pos_, e = MakeRepeat(e, 0, -1);
       } else if (c == '+') {
@@ -288,6 +305,7 @@ class EbnfParser {
         }
         e = MakeRepeat(e, min, max);
       } else {
+        pos_ = before_space;
         return e;
       }
     }
@@ -299,6 +317,11 @@ class EbnfParser {
     if (c == '[') return ParseCharClass();
     if (c == '(') {
       size_t open = pos_++;
+      SkipSpace();
+      if (Peek() == ')') {  // `( )` matches the empty string
+        ++pos_;
+        return g_->AddExpr(Expr{});
+      }
       int32_t e = ParseChoice();
       SkipSpace();
       if (Peek() != ')') Fail(AtEnd() ? "unclosed `(`" : "expected `)`", AtEnd() ? open : pos_);
@@ -308,6 +331,7 @@ class EbnfParser {
     if (IsNameStart(c)) {
       size_t start = pos_;
       std::string name = ParseName();
+      if (Peek() == '(' && IsMacro(name)) return ParseMacro(name, start);
       Expr e;
       e.kind = ExprKind::kRuleRef;
       int32_t id = g_->AddExpr(std::move(e));
@@ -317,6 +341,146 @@ class EbnfParser {
     }
     if (AtEnd()) Fail("unexpected end of grammar: expected an expression", pos_);
     Fail(std::string("unexpected character `") + CurrentChar() + "`", pos_);
+  }
+
+  // ---- Macros: `Name(arg, ..., key=value)`, XGrammar's function-call syntax ----
+  struct MacroArg {
+    enum Kind { kString, kInt, kBool, kName, kTuple } kind = kString;
+    std::string text;  // kString (decoded UTF-8), kName
+    int64_t number = 0;
+    bool flag = false;
+    std::vector<MacroArg> items;  // kTuple
+    std::string key;              // named argument
+    size_t pos = 0;
+  };
+
+  static bool IsMacro(const std::string& name) {
+    return name == "Regex" || name == "Substring" || name == "TagDispatch" || name == "Token" ||
+           name == "ExcludeToken" || name == "TokenTagDispatch";
+  }
+
+  MacroArg ParseMacroValue() {
+    SkipSpace();
+    MacroArg a;
+    a.pos = pos_;
+    char c = Peek();
+    if (c == '"') {
+      int32_t lit = ParseString();
+      a.text = g_->exprs[lit].bytes;
+      g_->exprs.pop_back();  // the literal was only a vehicle for the text
+    } else if (c >= '0' && c <= '9') {
+      a.kind = MacroArg::kInt;
+      for (; Peek() >= '0' && Peek() <= '9'; ++pos_) {
+        a.number = a.number * 10 + (Peek() - '0');
+        if (a.number > INT32_MAX) Fail("integer argument is too large", a.pos);
+      }
+    } else if (c == '(') {
+      a.kind = MacroArg::kTuple;
+      if (++depth_ > GrammarLimits::kMaxNesting) Fail("macro arguments are nested too deeply", pos_);
+      ++pos_;
+      for (SkipSpace(); Peek() != ')';) {
+        a.items.push_back(ParseMacroValue());
+        SkipSpace();
+        if (Peek() == ',') ++pos_, SkipSpace();
+        else if (Peek() != ')') Fail("expected `,` or `)` in a tuple", pos_);
+      }
+      ++pos_;
+      --depth_;
+    } else if (IsNameStart(c)) {
+      a.text = ParseName();
+      a.kind = a.text == "true" || a.text == "false" ? MacroArg::kBool : MacroArg::kName;
+      a.flag = a.text == "true";
+    } else {
+      Fail("expected a macro argument (a string, an integer, true/false, a rule name or a tuple)", pos_);
+    }
+    return a;
+  }
+
+  std::vector<MacroArg> ParseMacroArgs() {
+    std::vector<MacroArg> args;
+    ++pos_;  // (
+    for (SkipSpace(); Peek() != ')';) {
+      size_t at = pos_;
+      std::string key;
+      if (IsNameStart(Peek())) {  // `key=value`?
+        size_t p = pos_;
+        std::string name = ParseName();
+        SkipSpace();
+        if (Peek() == '=') {
+          ++pos_, key = name;
+        } else {
+          pos_ = p;
+        }
+      }
+      MacroArg a = ParseMacroValue();
+      a.key = key;
+      a.pos = at;
+      args.push_back(std::move(a));
+      SkipSpace();
+      if (Peek() == ',') ++pos_, SkipSpace();
+      else if (Peek() != ')') Fail(AtEnd() ? "unclosed macro call" : "expected `,` or `)` in a macro call", pos_);
+    }
+    ++pos_;
+    return args;
+  }
+
+  int32_t ParseMacro(const std::string& name, size_t start) {
+    std::vector<MacroArg> args = ParseMacroArgs();
+    if (name == "Regex") return RegexMacro(args, start);
+    if (name == "Substring") return SubstringMacro(args, start);
+    Fail("the `" + name + "` macro is not supported yet", start);
+  }
+
+  // Regex("pattern", json_string=false, flags="")
+  int32_t RegexMacro(const std::vector<MacroArg>& args, size_t start) {
+    const MacroArg* pattern = nullptr;
+    bool json_string = false;
+    std::string flags;
+    for (const MacroArg& a : args) {
+      if (a.key.empty() && !pattern && a.kind == MacroArg::kString) {
+        pattern = &a;
+      } else if (a.key == "json_string" && a.kind == MacroArg::kBool) {
+        json_string = a.flag;
+      } else if (a.key == "flags" && a.kind == MacroArg::kString) {
+        flags = a.text;
+      } else {
+        Fail("Regex takes a pattern string, json_string=true|false and flags=\"...\"", a.pos);
+      }
+    }
+    if (!pattern) Fail("Regex needs a pattern string", start);
+    RegexFlags rf;
+    for (char f : flags) {
+      if (f == 'i') rf.ignore_case = true;
+      else if (f == 's') rf.dot_all = true;
+      else if (f != 'u') Fail(std::string("unknown Regex flag `") + f + "` (expected i, s or u)", pattern->pos);
+    }
+    int32_t e;
+    try {
+      IrBuilder b(g_);
+      e = AppendRegex(&b, pattern->text, false, rf);
+      if (json_string) e = RestrictChars(&b, e, {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, kMaxCodepoint}});
+    } catch (const RegexError& err) {
+      Fail(std::string("invalid Regex pattern (at offset ") + std::to_string(err.position) + "): " + err.what(),
+           pattern->pos);
+    }
+    return e;
+  }
+
+  // Every contiguous run of the chunks (chunks are atomic), the empty run included.
+  int32_t SubstringMacro(const std::vector<MacroArg>& args, size_t start) {
+    IrBuilder b(g_);
+    for (const MacroArg& a : args) {
+      if (!a.key.empty() || a.kind != MacroArg::kString) Fail("Substring takes strings only", a.pos);
+    }
+    // run[i]: chunk i, then optionally the run from i + 1 (shared by every start <= i).
+    std::vector<int32_t> run(args.size());
+    for (size_t i = args.size(); i-- > 0;) {
+      int32_t chunk = b.Bytes(args[i].text);
+      run[i] = i + 1 < args.size() ? b.Seq({chunk, b.Optional(run[i + 1])}) : chunk;
+    }
+    std::vector<int32_t> alts = {b.Empty()};
+    alts.insert(alts.end(), run.begin(), run.end());
+    return b.Choice(alts);
   }
 
   // The character at the cursor, printable (control characters as \xHH).
@@ -344,6 +508,23 @@ class EbnfParser {
     return v;
   }
 
+  static int HexDigit(char h) {
+    return (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+  }
+
+  // `\x` followed by one or more hex digits, all of them read.
+  uint32_t ParseHexRun(size_t esc_pos) {
+    uint64_t v = 0;
+    size_t digits = 0;
+    for (int d; (d = HexDigit(Peek())) >= 0; ++pos_, ++digits) {
+      v = v * 16 + d;
+      if (v > kMaxCodepoint) Fail("escape is not a valid Unicode code point", esc_pos);
+    }
+    if (digits == 0) Fail("invalid escape: expected hex digits after `\\x`", esc_pos);
+    if (v >= 0xD800 && v <= 0xDFFF) Fail("escape is not a valid Unicode code point", esc_pos);
+    return static_cast<uint32_t>(v);
+  }
+
   // Reads one (possibly escaped) character of a string or class; returns its code point.
   uint32_t ParseChar(bool in_class) {
     size_t start = pos_;
@@ -359,7 +540,9 @@ class EbnfParser {
         case 'v': return '\v';
         case 'b': return '\b';
         case '0': return 0;
-        case 'x': return ParseHex(2, start);
+        case 'a': return 0x07;
+        case 'e': return 0x1B;
+        case 'x': return ParseHexRun(start);  // XGrammar: any number of hex digits
         case 'u': return ParseHex(4, start);
         case 'U': return ParseHex(8, start);
         default:

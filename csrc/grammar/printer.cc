@@ -23,10 +23,8 @@ void AppendEscaped(uint32_t cp, bool in_class, std::string* out) {
     return;
   }
   char buf[16];
-  if (cp < 0x20 || cp == 0x7F) {
-    std::snprintf(buf, sizeof buf, "\\x%02X", cp);
-    *out += buf;
-  } else if ((cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) {
+  // \uXXXX, not \xHH: `\x` reads every hex digit that follows (XGrammar's dialect).
+  if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) {
     std::snprintf(buf, sizeof buf, "\\u%04X", cp);  // invisible: keep them readable
     *out += buf;
   } else {

@@ -156,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<14} {stats.tokens:>6} {stats.steps:>5} {stats.prefill_s:>9.2f} {stats.ms_per_step:>8.1f} "
               f"{stats.tokens_per_s:>9.1f} {mask[0]:>8} {mask[1]:>12} {sum(stats.finished):>4}/{args.batch:<3} "
               f"{valid:>3}/{args.batch}")
+    invalid_constrained = sum(not _valid(text, schema, compiled, args.regex)
+                              for label, texts, stats in results if stats.constrained for text in texts)
     if len(results) == 2:
         c, u = results[0][2], results[1][2]
         print(f"constrained / unconstrained: tokens/s {c.tokens_per_s / u.tokens_per_s:.1%}, "
@@ -165,6 +167,10 @@ def main(argv: list[str] | None = None) -> int:
           "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None
                        else "re.fullmatch(regex, output)" if args.regex is not None
                        else "the output is a complete document of the grammar"))
+    if invalid_constrained:
+        print(f"FAILED: {invalid_constrained} constrained row(s) did not produce a valid document "
+              f"(a row cut off by --max-tokens {args.max_tokens} counts as invalid)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -190,7 +196,9 @@ def _valid(text: str, schema: dict[str, Any] | None, compiled, regex: str | None
         return False
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``xgr2-demo`` command (and ``python -m xgr2.demo``). Exits with status 1 when a
+    constrained row's output does not validate."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jax
 
@@ -199,3 +207,7 @@ if __name__ == "__main__":
     # Keep compiled steps across runs: XLA CPU takes seconds to compile the 30 layers.
     jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()
