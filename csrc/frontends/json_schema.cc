@@ -1,11 +1,1094 @@
+// JSON Schema -> grammar IR. One rule per object / array / referenced schema (per depth
+// in the indent layout); keywords that cannot be expressed exactly follow the
+// `unsupported` policy and are never silently dropped.
 #include "frontends/json_schema.h"
 
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <stdexcept>
+
+#include "frontends/ir_builder.h"
+#include "frontends/json_formats.h"
+#include "frontends/json_text.h"
+#include "frontends/number_range.h"
+#include "frontends/regex.h"
+#include "support/json.h"
+#include "support/utf8.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
+namespace {
+
+using Kind = JsonValue::Kind;
+
+constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to here
+constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
+constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
+
+// Keywords that only annotate (or that we may ignore exactly).
+const std::set<std::string> kAnnotations = {
+    "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary", "title", "description", "default",
+    "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding",
+    "contentMediaType", "contentSchema", "discriminator"};
+
+const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
+
+std::string EscapePointerToken(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+// A rule name from a schema location: letters, digits and `_` only.
+std::string RuleNameFor(const std::string& hint) {
+  std::string out;
+  for (char c : hint) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    if (ok) out += c;
+    else if (!out.empty() && out.back() != '_') out += '_';
+    if (out.size() > 40) break;
+  }
+  while (!out.empty() && out.back() == '_') out.pop_back();
+  if (out.empty() || (out[0] >= '0' && out[0] <= '9')) out = "s_" + out;
+  return out;
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(const JsonValue& root, const JsonSchemaOptions& opt, GrammarIR* g)
+      : root_(root), opt_(opt), b_(g), text_(&b_, MakeLayout(opt)) {
+    IndexIds(root_, "");
+  }
+
+  // Builds the rule `root` (rule 0) and returns its id.
+  int32_t CompileRoot() {
+    int32_t root = b_.NewRule("root");
+    int32_t body = Schema(root_, "", 0);
+    b_.SetBody(root, b_.Seq({text_.DocumentSpace(), body, text_.DocumentSpace()}));
+    return root;
+  }
+
+  std::vector<std::string> TakeWarnings() { return std::move(warnings_); }
+
+ private:
+  // ---------------------------------------------------------------- setup
+  static JsonLayout MakeLayout(const JsonSchemaOptions& opt) {
+    JsonLayout l;
+    l.max_whitespace = JsonSchemaOptions::kMaxWhitespace;
+    if (opt.indent >= 0) {
+      l.kind = JsonLayout::Kind::kIndent;
+      l.indent = opt.indent;
+      l.item_separator = opt.has_separators ? opt.item_separator : ",";
+      l.key_separator = opt.has_separators ? opt.key_separator : ": ";
+    } else if (opt.has_separators) {
+      l.kind = JsonLayout::Kind::kSeparators;
+      l.item_separator = opt.item_separator;
+      l.key_separator = opt.key_separator;
+    } else if (!opt.any_whitespace) {
+      l.kind = JsonLayout::Kind::kSeparators;
+    }
+    return l;
+  }
+
+  // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
+  void IndexIds(const JsonValue& s, const std::string& ptr) {
+    if (s.IsObject()) {
+      for (const char* key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {
+        const JsonValue* v = s.Find(key);
+        if (v && v->IsString()) ids_[key[1] == 'a' || key[1] == 'd' ? "#" + v->text : v->text] = &s;
+      }
+      for (const auto& [k, v] : s.members) {
+        if (k == "enum" || k == "const" || k == "examples" || k == "default") continue;
+        IndexIds(v, ptr + "/" + EscapePointerToken(k));
+      }
+    } else if (s.IsArray()) {
+      for (size_t i = 0; i < s.items.size(); ++i) IndexIds(s.items[i], ptr + "/" + std::to_string(i));
+    }
+  }
+
+  // ---------------------------------------------------------------- errors
+  [[noreturn]] void Fail(const std::string& msg, const std::string& ptr) const { throw SchemaError(msg, ptr); }
+
+  // A keyword we cannot express exactly: an error, or (warn / ignore) widen by skipping it.
+  void Unsupported(const std::string& msg, const std::string& ptr) {
+    if (opt_.unsupported == UnsupportedPolicy::kError) {
+      Fail(msg + " (pass unsupported=\"warn\" or \"ignore\" to widen the grammar instead)", ptr);
+    }
+    warnings_.push_back(msg + " at " + (ptr.empty() ? "/" : ptr) + ": ignored, the grammar is wider than the schema");
+  }
+
+  // ---------------------------------------------------------------- $ref
+  static std::string PercentDecode(const std::string& s) {
+    std::string out;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '%' && i + 2 < s.size() && isxdigit(static_cast<unsigned char>(s[i + 1])) &&
+          isxdigit(static_cast<unsigned char>(s[i + 2]))) {
+        out += static_cast<char>(std::stoi(s.substr(i + 1, 2), nullptr, 16));
+        i += 2;
+      } else {
+        out += s[i];
+      }
+    }
+    return out;
+  }
+
+  const JsonValue* FollowPointer(const JsonValue* node, const std::string& pointer, const std::string& ptr) {
+    std::string p = PercentDecode(pointer);
+    size_t i = 0;
+    while (i < p.size()) {
+      if (p[i] != '/') Fail("$ref `" + pointer + "` is not a JSON pointer", ptr);
+      size_t j = p.find('/', i + 1);
+      if (j == std::string::npos) j = p.size();
+      std::string token;
+      for (size_t k = i + 1; k < j; ++k) {
+        if (p[k] == '~' && k + 1 < j && p[k + 1] == '0') token += '~', ++k;
+        else if (p[k] == '~' && k + 1 < j && p[k + 1] == '1') token += '/', ++k;
+        else token += p[k];
+      }
+      if (node->IsObject()) {
+        node = node->Find(token);
+      } else if (node->IsArray()) {
+        char* end = nullptr;
+        unsigned long idx = std::strtoul(token.c_str(), &end, 10);
+        node = (!token.empty() && *end == 0 && idx < node->items.size()) ? &node->items[idx] : nullptr;
+      } else {
+        node = nullptr;
+      }
+      if (!node) Fail("$ref `" + pointer + "` points to nothing", ptr);
+      i = j;
+    }
+    return node;
+  }
+
+  const JsonValue* Resolve(const std::string& ref, const std::string& ptr, std::string* target_ptr) {
+    size_t hash = ref.find('#');
+    std::string base = hash == std::string::npos ? ref : ref.substr(0, hash);
+    std::string frag = hash == std::string::npos ? "" : ref.substr(hash + 1);
+    const JsonValue* node = &root_;
+    if (!base.empty()) {
+      node = nullptr;
+      for (const auto& [id, n] : ids_) {  // exact id, or an id that ends with the reference
+        if (id == base || (id.size() > base.size() && id.compare(id.size() - base.size(), base.size(), base) == 0 &&
+                           id[id.size() - base.size() - 1] == '/')) {
+          node = n;
+          break;
+        }
+      }
+      if (!node) Fail("$ref `" + ref + "` names a document that is not in this schema", ptr);
+    }
+    if (!frag.empty() && frag[0] != '/') {
+      auto it = ids_.find("#" + frag);
+      if (it == ids_.end()) Fail("$ref `" + ref + "`: no $anchor `" + frag + "`", ptr);
+      *target_ptr = ref;
+      return it->second;
+    }
+    *target_ptr = frag.empty() ? ref : frag;
+    return FollowPointer(node, frag, ptr);
+  }
+
+  // ---------------------------------------------------------------- merging (allOf)
+  const JsonValue* Keep(JsonValue v) {
+    owned_.push_back(std::move(v));
+    return &owned_.back();
+  }
+
+  static std::set<std::string> TypesOf(const JsonValue& s) {
+    std::set<std::string> out;
+    const JsonValue* t = s.Find("type");
+    if (!t) {
+      out.insert(std::begin(kTypes), std::end(kTypes));
+    } else if (t->IsString()) {
+      out.insert(t->text);
+    } else {
+      for (const JsonValue& x : t->items) out.insert(x.text);
+    }
+    if (out.count("number")) out.insert("integer");
+    return out;
+  }
+
+  static JsonValue TypeValue(const std::set<std::string>& types) {
+    JsonValue arr;
+    arr.kind = Kind::kArray;
+    for (const char* t : kTypes) {
+      if (types.count(t) && !(std::string(t) == "integer" && types.count("number"))) {
+        JsonValue s;
+        s.kind = Kind::kString;
+        s.text = t;
+        arr.items.push_back(s);
+      }
+    }
+    return arr;
+  }
+
+  // A schema object with $ref and allOf folded into its keywords.
+  const JsonValue* Flatten(const JsonValue* s, const std::string& ptr, int depth) {
+    if (!s->IsObject() || (!s->Find("$ref") && !s->Find("allOf"))) return s;
+    auto it = flattened_.find(s);
+    if (it != flattened_.end()) return it->second;
+    const JsonValue* flat = FlattenOnce(s, ptr, depth);
+    flattened_[s] = flat;
+    return flat;
+  }
+
+  // A schema that is only a `$ref` (and annotations): its target, else itself.
+  const JsonValue* PureRefTarget(const JsonValue* s, const std::string& ptr, std::string* target_ptr) {
+    for (int hops = 0; s->IsObject() && s->Find("$ref"); ++hops) {
+      for (const auto& m : s->members) {
+        if (m.first != "$ref" && !kAnnotations.count(m.first)) return s;
+      }
+      if (hops > kMaxMergeDepth) Fail("$ref chain too long (a $ref that points to itself?)", ptr);
+      const JsonValue* ref = s->Find("$ref");
+      if (!ref->IsString()) Fail("$ref must be a string", ptr + "/$ref");
+      s = Resolve(ref->text, ptr + "/$ref", target_ptr);
+    }
+    return s;
+  }
+
+  const JsonValue* FlattenOnce(const JsonValue* s, const std::string& ptr, int depth) {
+    if (depth > kMaxMergeDepth) Fail("allOf / $ref merges nested too deeply (a recursive allOf?)", ptr);
+    JsonValue base;
+    base.kind = Kind::kObject;
+    std::vector<std::pair<const JsonValue*, std::string>> parts;
+    for (const auto& [k, v] : s->members) {
+      if (k == "$ref") {
+        if (!v.IsString()) Fail("$ref must be a string", ptr + "/$ref");
+        std::string target;
+        parts.push_back({Resolve(v.text, ptr + "/$ref", &target), target});
+      } else if (k == "allOf") {
+        if (!v.IsArray() || v.items.empty()) Fail("allOf must be a non-empty array", ptr + "/allOf");
+        for (size_t i = 0; i < v.items.size(); ++i) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
+      } else {
+        base.members.emplace_back(k, v);
+      }
+    }
+    const JsonValue* merged = Keep(std::move(base));
+    for (auto& [part, part_ptr] : parts) {
+      const JsonValue* flat = Flatten(part, part_ptr, depth + 1);
+      if (flat->IsBool()) {
+        if (!flat->boolean) return flat;
+        continue;
+      }
+      merged = Keep(Merge(*merged, *flat, part_ptr, depth));
+    }
+    return merged;
+  }
+
+  JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr, int depth) {
+    JsonValue out = a;
+    auto set = [&](const std::string& k, JsonValue v) {
+      for (auto& m : out.members) {
+        if (m.first == k) return void(m.second = std::move(v));
+      }
+      out.members.emplace_back(k, std::move(v));
+    };
+    for (const auto& [k, v] : b.members) {
+      const JsonValue* mine = a.Find(k);
+      if (!mine || kAnnotations.count(k)) {
+        if (!mine) set(k, v);
+        continue;
+      }
+      if (JsonEqual(*mine, v)) continue;
+      if (k == "type") {
+        std::set<std::string> x = TypesOf(a), y = TypesOf(b), both;
+        for (const auto& t : x) {
+          if (y.count(t)) both.insert(t);
+        }
+        set(k, TypeValue(both));
+      } else if (k == "required") {
+        JsonValue r = *mine;
+        for (const JsonValue& name : v.items) {
+          bool have = false;
+          for (const JsonValue& n : r.items) have = have || JsonEqual(n, name);
+          if (!have) r.items.push_back(name);
+        }
+        set(k, r);
+      } else if (k == "properties" || k == "patternProperties" || k == "dependentRequired") {
+        JsonValue p = *mine;
+        for (const auto& [name, sub] : v.members) {
+          const JsonValue* old = p.Find(name);
+          if (!old) {
+            p.members.emplace_back(name, sub);
+          } else if (k == "dependentRequired") {
+            JsonValue req = *old;
+            req.items.insert(req.items.end(), sub.items.begin(), sub.items.end());
+            for (auto& m : p.members) if (m.first == name) m.second = req;
+          } else {
+            JsonValue both = AllOf(*old, sub);
+            for (auto& m : p.members) if (m.first == name) m.second = both;
+          }
+        }
+        set(k, p);
+      } else if (k == "minimum" || k == "exclusiveMinimum" || k == "minLength" || k == "minItems" ||
+                 k == "minProperties" || k == "minContains") {
+        if (mine->IsNumber() && v.IsNumber()) {
+          if (CompareDecimal(ParseDecimal(v.text), ParseDecimal(mine->text)) > 0) set(k, v);
+        } else {
+          Unsupported("cannot merge `" + k + "` values in allOf", ptr);
+        }
+      } else if (k == "maximum" || k == "exclusiveMaximum" || k == "maxLength" || k == "maxItems" ||
+                 k == "maxProperties" || k == "maxContains") {
+        if (mine->IsNumber() && v.IsNumber()) {
+          if (CompareDecimal(ParseDecimal(v.text), ParseDecimal(mine->text)) < 0) set(k, v);
+        } else {
+          Unsupported("cannot merge `" + k + "` values in allOf", ptr);
+        }
+      } else if (k == "enum" || k == "const") {
+        JsonValue both;
+        both.kind = Kind::kArray;
+        std::vector<JsonValue> xs = k == "const" ? std::vector<JsonValue>{*mine} : mine->items;
+        std::vector<JsonValue> ys = k == "const" ? std::vector<JsonValue>{v} : v.items;
+        for (const JsonValue& x : xs) {
+          for (const JsonValue& y : ys) {
+            if (JsonEqual(x, y)) both.items.push_back(x);
+          }
+        }
+        set("enum", both);
+        if (k == "const") out.members.erase(std::remove_if(out.members.begin(), out.members.end(),
+                                                           [](auto& m) { return m.first == "const"; }),
+                                            out.members.end());
+      } else if (k == "items" || k == "additionalProperties" || k == "additionalItems" || k == "propertyNames" ||
+                 k == "contains" || k == "unevaluatedProperties") {
+        set(k, AllOf(*mine, v));
+      } else if (k == "uniqueItems") {
+        set(k, mine->boolean ? *mine : v);
+      } else if (k == "anyOf" || k == "oneOf") {
+        // Both sides have one: b's branches each get a and the rest of b.
+        JsonValue base = AllOf(a, WithoutKey(b, k));
+        JsonValue arr;
+        arr.kind = Kind::kArray;
+        for (const JsonValue& br : v.items) arr.items.push_back(AllOf(base, br));
+        JsonValue dist;
+        dist.kind = Kind::kObject;
+        dist.members.emplace_back(k, arr);
+        return dist;
+      } else {
+        Unsupported("allOf with two different `" + k + "` values", ptr);
+      }
+    }
+    return out;
+  }
+
+  static JsonValue AllOf(const JsonValue& x, const JsonValue& y) {
+    JsonValue all;
+    all.kind = Kind::kArray;
+    all.items = {x, y};
+    JsonValue out;
+    out.kind = Kind::kObject;
+    out.members.emplace_back("allOf", all);
+    return out;
+  }
+
+  // ---------------------------------------------------------------- schemas
+  int32_t AnyValue(int depth) { return Schema(TrueSchema(), "", depth); }
+
+  const JsonValue& TrueSchema() {
+    static const JsonValue t = [] {
+      JsonValue v;
+      v.kind = Kind::kBool;
+      v.boolean = true;
+      return v;
+    }();
+    return t;
+  }
+
+  int LayoutDepth(int depth) const { return text_.layout().DependsOnDepth() ? depth : 0; }
+
+  // The expression for the JSON texts valid under `s`, at nesting `depth`.
+  int32_t Schema(const JsonValue& s_in, const std::string& ptr_in, int depth) {
+    if (text_.layout().DependsOnDepth() && depth > kMaxIndentDepth) return Nothing(&b_);
+    std::string ptr = ptr_in;
+    const JsonValue& s = *PureRefTarget(&s_in, ptr_in, &ptr);
+    auto key = std::make_pair(&s, LayoutDepth(depth));
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return b_.Ref(it->second);
+    int32_t rule = b_.NewRule(RuleNameFor(ptr.empty() ? "root_value" : ptr));
+    memo_[key] = rule;
+    b_.SetBody(rule, SchemaBody(s, ptr, depth));
+    return b_.Ref(rule);
+  }
+
+  int32_t SchemaBody(const JsonValue& s0, const std::string& ptr, int depth) {
+    if (s0.IsBool()) return s0.boolean ? Typed(s0, TypesOf(JsonValue{}), ptr, depth) : Nothing(&b_);
+    if (!s0.IsObject()) Fail("a schema must be an object or a boolean", ptr);
+    const JsonValue& s = *Flatten(&s0, ptr, 0);
+    if (s.IsBool()) return s.boolean ? AnyValue(depth) : Nothing(&b_);
+    for (const char* k : {"anyOf", "oneOf"}) {
+      const JsonValue* branches = s.Find(k);
+      if (!branches) continue;
+      if (!branches->IsArray() || branches->items.empty()) Fail(std::string(k) + " must be a non-empty array", ptr + "/" + k);
+      JsonValue rest = s;
+      rest.members.erase(std::remove_if(rest.members.begin(), rest.members.end(),
+                                        [&](auto& m) { return m.first == k; }),
+                         rest.members.end());
+      bool has_rest = false;
+      for (auto& m : rest.members) has_rest = has_rest || !kAnnotations.count(m.first);
+      if (std::string(k) == "oneOf" && !BranchesDisjoint(branches->items)) {
+        Unsupported("oneOf whose branches may overlap (a value valid under two branches is invalid)", ptr + "/oneOf");
+      }
+      std::vector<int32_t> alts;
+      for (size_t i = 0; i < branches->items.size(); ++i) {
+        std::string bp = ptr + "/" + k + "/" + std::to_string(i);
+        const JsonValue* br = &branches->items[i];
+        if (has_rest) br = Keep(AllOf(rest, *br));
+        alts.push_back(Schema(*br, bp, depth));
+      }
+      return b_.Choice(alts);
+    }
+    CheckKeywords(s, ptr);
+    if (const JsonValue* n = s.Find("not")) {
+      return NotSchema(s, *n, ptr, depth);
+    }
+    std::set<std::string> types = TypesOf(s);
+    if (const JsonValue* t = s.Find("type")) {
+      if (!t->IsString() && !t->IsArray()) Fail("type must be a string or an array of strings", ptr + "/type");
+      std::vector<JsonValue> listed = t->IsString() ? std::vector<JsonValue>{*t} : t->items;
+      for (const JsonValue& x : listed) {
+        if (!x.IsString() || std::find(std::begin(kTypes), std::end(kTypes), x.text) == std::end(kTypes)) {
+          Fail("unknown type " + DumpJson(x) + " (expected one of null, boolean, object, array, number, integer, string)",
+               ptr + "/type");
+        }
+      }
+    }
+    const JsonValue* en = s.Find("enum");
+    const JsonValue* co = s.Find("const");
+    if (en || co) return Enumerated(s, co ? std::vector<JsonValue>{*co} : en->items, types, ptr, depth, co != nullptr);
+    return Typed(s, types, ptr, depth);
+  }
+
+  void CheckKeywords(const JsonValue& s, const std::string& ptr) {
+    static const std::set<std::string> known = {
+        "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+        "propertyNames", "minProperties", "maxProperties", "dependentRequired", "items", "prefixItems",
+        "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems",
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "multipleOf", "not", "anyOf", "oneOf", "allOf", "$ref"};
+    static const std::set<std::string> unsupported = {
+        "if", "then", "else", "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems",
+        "$dynamicRef", "$recursiveRef"};
+    for (const auto& [k, v] : s.members) {
+      if (unsupported.count(k)) {
+        if (k == "unevaluatedProperties" && v.IsBool() && !v.boolean && opt_.strict) continue;  // strict already
+        Unsupported("`" + k + "` is not supported", ptr + "/" + EscapePointerToken(k));
+      }
+    }
+    (void)known;
+  }
+
+  // Whether no JSON value is valid under two of the branches (a sufficient check).
+  bool BranchesDisjoint(const std::vector<JsonValue>& branches) {
+    std::vector<const JsonValue*> flat;
+    for (const JsonValue& br : branches) flat.push_back(Flatten(&br, "", 0));
+    for (size_t i = 0; i < flat.size(); ++i) {
+      for (size_t j = i + 1; j < flat.size(); ++j) {
+        if (!Disjoint(*flat[i], *flat[j])) return false;
+      }
+    }
+    return true;
+  }
+
+  bool Disjoint(const JsonValue& a, const JsonValue& b) {
+    if (a.IsBool() || b.IsBool()) return (a.IsBool() && !a.boolean) || (b.IsBool() && !b.boolean);
+    std::set<std::string> ta = TypesOf(a), tb = TypesOf(b);
+    bool overlap = false;
+    for (const auto& t : ta) overlap = overlap || tb.count(t);
+    if (!overlap) return true;
+    // Finite value sets that share no value.
+    auto values = [](const JsonValue& s, std::vector<JsonValue>* out) {
+      if (const JsonValue* c = s.Find("const")) return out->push_back(*c), true;
+      if (const JsonValue* e = s.Find("enum")) return *out = e->items, true;
+      return false;
+    };
+    std::vector<JsonValue> va, vb;
+    if (values(a, &va) && values(b, &vb)) {
+      for (const auto& x : va) for (const auto& y : vb) if (JsonEqual(x, y)) return false;
+      return true;
+    }
+    // Objects with a property required in both whose value sets share nothing.
+    const JsonValue *pa = a.Find("properties"), *pb = b.Find("properties");
+    const JsonValue *ra = a.Find("required"), *rb = b.Find("required");
+    if (pa && pb && ra && rb && ra->IsArray() && rb->IsArray() && !ta.count("string") && !ta.count("number")) {
+      for (const JsonValue& name : ra->items) {
+        bool in_b = false;
+        for (const JsonValue& n : rb->items) in_b = in_b || JsonEqual(n, name);
+        const JsonValue *sa = name.IsString() ? pa->Find(name.text) : nullptr,
+                        *sb = name.IsString() ? pb->Find(name.text) : nullptr;
+        if (in_b && sa && sb && Disjoint(*Flatten(sa, "", 0), *Flatten(sb, "", 0))) return true;
+      }
+    }
+    return false;
+  }
+
+  int32_t NotSchema(const JsonValue& s, const JsonValue& n, const std::string& ptr, int depth) {
+    std::set<std::string> types = TypesOf(s);
+    if (n.IsBool()) return n.boolean ? Nothing(&b_) : Typed(WithoutKey(s, "not"), types, ptr, depth);
+    bool only_type = n.IsObject() && n.Find("type");
+    for (const auto& m : n.members) only_type = only_type && (m.first == "type" || kAnnotations.count(m.first));
+    if (!only_type) {
+      Unsupported("`not` other than `not: {type: ...}`", ptr + "/not");
+      return Typed(WithoutKey(s, "not"), types, ptr, depth);
+    }
+    std::set<std::string> excluded = TypesOf(n);
+    std::set<std::string> kept;
+    for (const auto& t : types) {
+      if (!excluded.count(t)) kept.insert(t);
+    }
+    const JsonValue* rest = Keep(WithoutKey(s, "not"));
+    return Typed(*rest, kept, ptr, depth);
+  }
+
+  static JsonValue WithoutKey(const JsonValue& s, const std::string& key) {
+    JsonValue out = s;
+    out.members.erase(std::remove_if(out.members.begin(), out.members.end(), [&](auto& m) { return m.first == key; }),
+                      out.members.end());
+    return out;
+  }
+
+  static bool HasType(const std::set<std::string>& types, const JsonValue& v) {
+    switch (v.kind) {
+      case Kind::kNull: return types.count("null");
+      case Kind::kBool: return types.count("boolean");
+      case Kind::kString: return types.count("string");
+      case Kind::kArray: return types.count("array");
+      case Kind::kObject: return types.count("object");
+      case Kind::kNumber: {
+        if (types.count("number")) return true;
+        DecimalNumber d = ParseDecimal(v.text);
+        return types.count("integer") && d.exponent >= 0;
+      }
+    }
+    return false;
+  }
+
+  int32_t Enumerated(const JsonValue& s, const std::vector<JsonValue>& values, const std::set<std::string>& types,
+                     const std::string& ptr, int depth, bool is_const) {
+    for (const auto& [k, v] : s.members) {
+      if (k != "enum" && k != "const" && k != "type" && !kAnnotations.count(k)) {
+        Unsupported("`" + k + "` beside `" + (is_const ? "const" : "enum") + "` (the values are not checked against it)",
+                    ptr + "/" + EscapePointerToken(k));
+      }
+    }
+    std::vector<int32_t> alts;
+    for (const JsonValue& v : values) {
+      if (HasType(types, v)) alts.push_back(text_.Value(v, LayoutDepth(depth)));
+    }
+    if (alts.empty()) return Nothing(&b_);
+    return b_.Choice(alts);
+  }
+
+  int32_t Typed(const JsonValue& s, const std::set<std::string>& types, const std::string& ptr, int depth) {
+    std::vector<int32_t> alts;
+    if (types.count("null")) alts.push_back(b_.Bytes("null"));
+    if (types.count("boolean")) alts.push_back(b_.Choice({b_.Bytes("true"), b_.Bytes("false")}));
+    if (types.count("number")) {
+      alts.push_back(NumberExpr(s, false, ptr));
+    } else if (types.count("integer")) {
+      alts.push_back(NumberExpr(s, true, ptr));
+    }
+    if (types.count("string")) alts.push_back(StringExpr(s, ptr));
+    if (types.count("array")) alts.push_back(ArrayExpr(s, ptr, depth));
+    if (types.count("object")) alts.push_back(ObjectExpr(s, ptr, depth));
+    alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
+    if (alts.empty()) return Nothing(&b_);
+    return b_.Choice(alts);
+  }
+
+  // ---------------------------------------------------------------- numbers
+  std::string NumberText(const JsonValue& s, const char* key, const std::string& ptr) {
+    const JsonValue* v = s.Find(key);
+    if (!v) return "";
+    if (!v->IsNumber()) Fail(std::string(key) + " must be a number", ptr + "/" + key);
+    return v->text;
+  }
+
+  int32_t NumberExpr(const JsonValue& s, bool integer, const std::string& ptr) {
+    NumericConstraints c;
+    std::string minimum = NumberText(s, "minimum", ptr), maximum = NumberText(s, "maximum", ptr);
+    std::string xmin, xmax;
+    const JsonValue* em = s.Find("exclusiveMinimum");
+    const JsonValue* eM = s.Find("exclusiveMaximum");
+    bool draft4_min = em && em->IsBool() && em->boolean, draft4_max = eM && eM->IsBool() && eM->boolean;
+    if (em && em->IsNumber()) xmin = em->text;
+    if (eM && eM->IsNumber()) xmax = eM->text;
+    // The tighter of minimum / exclusiveMinimum (draft 4: a boolean beside minimum).
+    c.minimum = minimum, c.exclusive_minimum = draft4_min && !minimum.empty();
+    if (!xmin.empty() && (minimum.empty() || CompareDecimal(ParseDecimal(xmin), ParseDecimal(minimum)) >= 0)) {
+      c.minimum = xmin, c.exclusive_minimum = true;
+    }
+    c.maximum = maximum, c.exclusive_maximum = draft4_max && !maximum.empty();
+    if (!xmax.empty() && (maximum.empty() || CompareDecimal(ParseDecimal(xmax), ParseDecimal(maximum)) <= 0)) {
+      c.maximum = xmax, c.exclusive_maximum = true;
+    }
+    c.multiple_of = NumberText(s, "multipleOf", ptr);
+    if (!c.multiple_of.empty() && ParseDecimal(c.multiple_of).negative) Fail("multipleOf must be positive", ptr + "/multipleOf");
+    if (!c.multiple_of.empty() && ParseDecimal(c.multiple_of).digits.empty()) Fail("multipleOf must be positive", ptr + "/multipleOf");
+    try {
+      int32_t e = integer ? AppendIntegerRange(&b_, c) : AppendNumberRange(&b_, c);
+      return e < 0 ? Nothing(&b_) : e;
+    } catch (const SchemaError& err) {
+      std::string where = !c.multiple_of.empty() ? "/multipleOf" : "";
+      if (opt_.unsupported == UnsupportedPolicy::kError) throw SchemaError(err.what(), ptr + where);
+      Unsupported(err.what(), ptr + where);
+      NumericConstraints none;
+      return integer ? AppendIntegerRange(&b_, none) : AppendNumberRange(&b_, none);
+    }
+  }
+
+  // ---------------------------------------------------------------- strings
+  int64_t Count(const JsonValue& s, const char* key, const std::string& ptr, int64_t fallback) {
+    const JsonValue* v = s.Find(key);
+    if (!v) return fallback;
+    DecimalNumber d = v->IsNumber() ? ParseDecimal(v->text) : DecimalNumber{true, "1", 0};
+    if (!v->IsNumber() || d.negative || d.exponent < 0) Fail(std::string(key) + " must be a non-negative integer", ptr + "/" + key);
+    if (d.digits.size() + d.exponent > 10) return INT32_MAX;
+    int64_t n = d.digits.empty() ? 0 : std::stoll(d.digits);
+    for (int64_t e = 0; e < d.exponent; ++e) n *= 10;
+    return std::min<int64_t>(n, INT32_MAX);
+  }
+
+  int32_t StringExpr(const JsonValue& s, const std::string& ptr) {
+    int64_t min_len = Count(s, "minLength", ptr, 0), max_len = Count(s, "maxLength", ptr, -1);
+    const JsonValue* pattern = s.Find("pattern");
+    const JsonValue* format = s.Find("format");
+    if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
+    int32_t content = -1;
+    if (pattern) {
+      if (!pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
+      if (min_len > 0 || max_len >= 0) {
+        Unsupported("`pattern` together with minLength / maxLength", ptr + "/pattern");
+      }
+      try {
+        int32_t re = AppendRegex(&b_, pattern->text, /*search=*/true);
+        content = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
+      } catch (const RegexError& e) {
+        Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr + "/pattern");
+      }
+    }
+    if (format && format->IsString() && content < 0) {
+      const char* ebnf = JsonFormatEbnf(format->text);
+      if (ebnf) {
+        if (min_len > 0 || max_len >= 0) {
+          Unsupported("`format` together with minLength / maxLength", ptr + "/format");
+        } else {
+          auto it = formats_.find(format->text);
+          if (it == formats_.end()) {
+            GrammarPtr g = ParseEbnf(ebnf, "root");
+            it = formats_.emplace(format->text, ImportGrammar(&b_, *g, "format_" + RuleNameFor(format->text) + "_")).first;
+          }
+          content = b_.Ref(it->second);
+        }
+      }  // unknown formats only annotate: any string
+    } else if (format && format->IsString() && pattern) {
+      if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern`", ptr + "/format");
+    }
+    if (content < 0) {
+      if (min_len == 0 && max_len < 0) {
+        content = text_.AnyContent();
+      } else {
+        content = b_.Repeat(text_.AnyChar(), static_cast<int32_t>(min_len),
+                            max_len < 0 ? -1 : static_cast<int32_t>(max_len));
+      }
+    }
+    return b_.Seq({b_.Bytes("\""), content, b_.Bytes("\"")});
+  }
+
+  // ---------------------------------------------------------------- arrays
+  int32_t ArrayExpr(const JsonValue& s, const std::string& ptr, int depth) {
+    int d = LayoutDepth(depth);
+    int64_t min_items = Count(s, "minItems", ptr, 0), max_items = Count(s, "maxItems", ptr, -1);
+    std::vector<const JsonValue*> prefix;
+    std::vector<std::string> prefix_ptr;
+    const JsonValue* rest = &TrueSchema();
+    std::string rest_ptr = ptr + "/items";
+    const JsonValue* prefix_items = s.Find("prefixItems");
+    const JsonValue* items = s.Find("items");
+    if (items && items->IsArray()) {  // draft 4-7 tuple form
+      prefix_items = items;
+      items = s.Find("additionalItems");
+      rest_ptr = ptr + "/additionalItems";
+    }
+    if (prefix_items) {
+      if (!prefix_items->IsArray()) Fail("prefixItems must be an array", ptr + "/prefixItems");
+      for (size_t i = 0; i < prefix_items->items.size(); ++i) {
+        prefix.push_back(&prefix_items->items[i]);
+        prefix_ptr.push_back(ptr + "/prefixItems/" + std::to_string(i));
+      }
+    }
+    if (items) rest = items;
+    bool rest_false = rest->IsBool() && !rest->boolean;
+    if (rest_false) max_items = max_items < 0 ? static_cast<int64_t>(prefix.size()) : std::min<int64_t>(max_items, prefix.size());
+    if (max_items >= 0 && min_items > max_items) return Nothing(&b_);
+    if (s.Find("contains")) return ContainsArray(s, rest, ptr, depth, min_items, max_items, !prefix.empty());
+    if (const JsonValue* u = s.Find("uniqueItems"); u && u->IsBool() && u->boolean) {
+      return UniqueArray(s, rest, ptr, depth, min_items, max_items, !prefix.empty());
+    }
+    auto item_at = [&](size_t i) {
+      return i < prefix.size() ? Schema(*prefix[i], prefix_ptr[i], depth + 1) : Schema(*rest, rest_ptr, depth + 1);
+    };
+    // tail(i): items i.. given that i items were written, each after a separator.
+    std::function<int32_t(size_t)> tail = [&](size_t i) -> int32_t {
+      if (i >= prefix.size()) {
+        if (rest_false) return b_.Empty();
+        int64_t lo = std::max<int64_t>(0, min_items - static_cast<int64_t>(i));
+        int64_t hi = max_items < 0 ? -1 : max_items - static_cast<int64_t>(i);
+        if (hi == 0) return b_.Empty();
+        int32_t one = b_.Seq({text_.ItemSeparator(d), item_at(i)});
+        return b_.Repeat(one, static_cast<int32_t>(lo), static_cast<int32_t>(hi));
+      }
+      if (max_items >= 0 && static_cast<int64_t>(i) >= max_items) return b_.Empty();
+      int32_t here = b_.Seq({text_.ItemSeparator(d), item_at(i), tail(i + 1)});
+      return static_cast<int64_t>(i) < min_items ? here : b_.Optional(here);
+    };
+    std::vector<int32_t> alts;
+    if (min_items == 0) alts.push_back(text_.EmptyContainer('[', ']'));
+    if (max_items != 0) alts.push_back(b_.Seq({text_.Open('[', d), item_at(0), tail(1), text_.Close(']', d)}));
+    return b_.Choice(alts);
+  }
+
+  // Arrays whose items are drawn from a finite set, each used at most once, in the set's
+  // order (a narrower but exact grammar: every array it allows has unique items).
+  int32_t UniqueArray(const JsonValue& s, const JsonValue* rest, const std::string& ptr, int depth, int64_t min_items,
+                      int64_t max_items, bool has_prefix) {
+    const JsonValue* flat = Flatten(rest, ptr + "/items", 0);
+    std::vector<JsonValue> values;
+    bool finite = false;
+    if (flat->IsObject()) {
+      if (const JsonValue* c = flat->Find("const")) values = {*c}, finite = true;
+      else if (const JsonValue* e = flat->Find("enum")) values = e->items, finite = true;
+      else if (TypesOf(*flat) == std::set<std::string>{"boolean"}) {
+        for (bool v : {true, false}) {
+          JsonValue x;
+          x.kind = Kind::kBool;
+          x.boolean = v;
+          values.push_back(x);
+        }
+        finite = true;
+      } else if (TypesOf(*flat) == std::set<std::string>{"null"}) {
+        values = {JsonValue{}}, finite = true;
+      }
+    }
+    if (!finite || has_prefix || values.size() > kMaxEnumerated) {
+      Unsupported("uniqueItems with items that are not a small finite set", ptr + "/uniqueItems");
+      JsonValue without = WithoutKey(s, "uniqueItems");
+      return ArrayExpr(*Keep(std::move(without)), ptr, depth);
+    }
+    int d = LayoutDepth(depth);
+    std::set<std::string> types = TypesOf(*flat);
+    std::vector<JsonValue> distinct;
+    for (const JsonValue& v : values) {
+      bool dup = false;
+      for (const JsonValue& w : distinct) dup = dup || JsonEqual(v, w);
+      if (!dup && HasType(types, v)) distinct.push_back(v);
+    }
+    // seq(i, n): items chosen from distinct[i..] in order, n already written, each after a separator.
+    std::map<std::pair<size_t, int64_t>, int32_t> memo;
+    std::function<int32_t(size_t, int64_t)> seq = [&](size_t i, int64_t n) -> int32_t {
+      if (i == distinct.size() || (max_items >= 0 && n >= max_items)) return n >= min_items ? b_.Empty() : Nothing(&b_);
+      auto key = std::make_pair(i, n);
+      if (auto it = memo.find(key); it != memo.end()) return b_.Ref(it->second);
+      int32_t rule = b_.NewRule("unique_items");
+      memo[key] = rule;
+      int32_t take = b_.Seq({text_.ItemSeparator(d), text_.Value(distinct[i], LayoutDepth(depth + 1)), seq(i + 1, n + 1)});
+      b_.SetBody(rule, b_.Choice({take, seq(i + 1, n)}));
+      return b_.Ref(rule);
+    };
+    std::vector<int32_t> alts;
+    if (min_items == 0) alts.push_back(text_.EmptyContainer('[', ']'));
+    std::vector<int32_t> firsts;  // the first item written is distinct[i]
+    for (size_t i = 0; i < distinct.size() && max_items != 0; ++i) {
+      firsts.push_back(b_.Seq({text_.Value(distinct[i], LayoutDepth(depth + 1)), seq(i + 1, 1)}));
+    }
+    if (!firsts.empty()) alts.push_back(b_.Seq({text_.Open('[', d), b_.Choice(firsts), text_.Close(']', d)}));
+    if (alts.empty()) return Nothing(&b_);
+    return b_.Choice(alts);
+  }
+
+  int32_t ContainsArray(const JsonValue& s, const JsonValue* rest, const std::string& ptr, int depth, int64_t min_items,
+                        int64_t max_items, bool has_prefix) {
+    const JsonValue* contains = s.Find("contains");
+    int64_t min_contains = Count(s, "minContains", ptr, 1);
+    if (s.Find("maxContains") || has_prefix || min_items > 0 || max_items >= 0 ||
+        (s.Find("uniqueItems") && s.Find("uniqueItems")->boolean)) {
+      Unsupported("contains with maxContains, prefixItems, minItems, maxItems or uniqueItems", ptr + "/contains");
+      JsonValue without = WithoutKey(WithoutKey(WithoutKey(s, "contains"), "minContains"), "maxContains");
+      return ArrayExpr(*Keep(std::move(without)), ptr, depth);
+    }
+    int d = LayoutDepth(depth);
+    int32_t any = Schema(*rest, ptr + "/items", depth + 1);
+    int32_t hit = Schema(*Keep(AllOf(*rest, *contains)), ptr + "/contains", depth + 1);
+    if (min_contains == 0) {
+      JsonValue without = WithoutKey(s, "contains");
+      return ArrayExpr(*Keep(std::move(without)), ptr, depth);
+    }
+    // any (sep any)* with at least min_contains of the items being `hit`:
+    // [ (any sep)* hit ( (sep any)* sep hit ){min-1} (sep any)* ]
+    int32_t sep = text_.ItemSeparator(d);
+    int32_t lead = b_.Star(b_.Seq({any, sep}));
+    int32_t more = b_.Repeat(b_.Seq({b_.Star(b_.Seq({sep, any})), sep, hit}), static_cast<int32_t>(min_contains - 1),
+                             static_cast<int32_t>(min_contains - 1));
+    int32_t trail = b_.Star(b_.Seq({sep, any}));
+    return b_.Seq({text_.Open('[', d), lead, hit, more, trail, text_.Close(']', d)});
+  }
+
+  // ---------------------------------------------------------------- objects
+  struct Property {
+    std::string name;
+    int32_t value;
+    bool required;
+  };
+
+  int32_t ObjectExpr(const JsonValue& s, const std::string& ptr, int depth) {
+    int d = LayoutDepth(depth);
+    const JsonValue* props = s.Find("properties");
+    const JsonValue* req = s.Find("required");
+    if (props && !props->IsObject()) Fail("properties must be an object", ptr + "/properties");
+    if (req && !req->IsArray()) Fail("required must be an array", ptr + "/required");
+    std::set<std::string> required;
+    if (req) {
+      for (const JsonValue& r : req->items) {
+        if (!r.IsString()) Fail("required must list strings", ptr + "/required");
+        required.insert(r.text);
+      }
+    }
+    std::vector<Property> declared;
+    std::set<std::string> names;
+    if (props) {
+      for (const auto& [name, sub] : props->members) {
+        std::string pp = ptr + "/properties/" + EscapePointerToken(name);
+        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(), Schema(sub, pp, depth + 1)}),
+                            required.count(name) > 0});
+        names.insert(name);
+      }
+    }
+    // Required names without a declaration: any value (JSON Schema's default).
+    for (const std::string& r : required) {
+      if (!names.count(r)) {
+        const JsonValue* addl = s.Find("additionalProperties");
+        const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
+        if (addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
+        declared.push_back({r, b_.Seq({text_.StringLiteral(r), text_.KeySeparator(),
+                                       Schema(value_schema, ptr + "/additionalProperties", depth + 1)}), true});
+        names.insert(r);
+      }
+    }
+    int32_t extra = ExtraProperty(s, names, ptr, depth);
+    int64_t min_props = Count(s, "minProperties", ptr, 0), max_props = Count(s, "maxProperties", ptr, -1);
+    int64_t n_required = 0;
+    for (auto& p : declared) n_required += p.required;
+    bool trivially_bounded = min_props <= n_required && (max_props < 0 || (extra < 0 && max_props >= static_cast<int64_t>(declared.size())));
+    if (!trivially_bounded) {
+      return CountedObject(declared, extra, min_props, max_props, d);
+    }
+    if (const JsonValue* dr = s.Find("dependentRequired")) {
+      for (const auto& [name, deps] : dr->members) {
+        for (const JsonValue& dep : deps.items) {
+          if (names.count(name) && !required.count(name) && !required.count(dep.text)) {
+            Unsupported("dependentRequired between optional properties", ptr + "/dependentRequired");
+          }
+        }
+      }
+    }
+    return CountedObject(declared, extra, 0, -1, d);
+  }
+
+  // A property not declared: a key allowed by additionalProperties / patternProperties /
+  // propertyNames, then its value; -1 when none is allowed.
+  int32_t ExtraProperty(const JsonValue& s, const std::set<std::string>& names, const std::string& ptr, int depth) {
+    const JsonValue* addl = s.Find("additionalProperties");
+    const JsonValue* pattern_props = s.Find("patternProperties");
+    const JsonValue* property_names = s.Find("propertyNames");
+    // strict: a schema that declares properties gets no others unless it says so; one
+    // that declares none (`{"type": "object"}`) allows any.
+    bool declares = s.Find("properties") != nullptr;
+    bool allowed = addl ? !(addl->IsBool() && !addl->boolean) : !(opt_.strict && declares);
+    if (pattern_props && pattern_props->IsObject() && !pattern_props->members.empty()) {
+      if (pattern_props->members.size() > 1 || !names.empty() || (addl && !(addl->IsBool() && !addl->boolean)) ||
+          property_names) {
+        Unsupported("patternProperties beside properties, additionalProperties, propertyNames or another pattern",
+                    ptr + "/patternProperties");
+      }
+      const auto& [pattern, sub] = pattern_props->members[0];
+      std::string pp = ptr + "/patternProperties/" + EscapePointerToken(pattern);
+      int32_t key;
+      try {
+        int32_t re = AppendRegex(&b_, pattern, true);
+        key = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
+      } catch (const RegexError& e) {
+        Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), pp);
+      }
+      return b_.Seq({b_.Bytes("\""), key, b_.Bytes("\""), text_.KeySeparator(), Schema(sub, pp, depth + 1)});
+    }
+    if (!allowed) return -1;
+    const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
+    int32_t key;
+    if (property_names) {
+      if (!names.empty()) Unsupported("propertyNames beside declared properties", ptr + "/propertyNames");
+      JsonValue key_schema = AllOf(*property_names, [] {
+        JsonValue t;
+        t.kind = Kind::kObject;
+        JsonValue str;
+        str.kind = Kind::kString;
+        str.text = "string";
+        t.members.emplace_back("type", str);
+        return t;
+      }());
+      key = Schema(*Keep(std::move(key_schema)), ptr + "/propertyNames", depth + 1);
+    } else {
+      key = KeyNotIn(names);
+    }
+    return b_.Seq({key, text_.KeySeparator(), Schema(value_schema, ptr + "/additionalProperties", depth + 1)});
+  }
+
+  // A JSON string whose value is none of `names` (exact: a trie of the names, every
+  // character in every JSON form).
+  int32_t KeyNotIn(const std::set<std::string>& names) {
+    if (names.empty()) return b_.Seq({b_.Bytes("\""), text_.AnyContent(), b_.Bytes("\"")});
+    // Decode names into code points; build the trie recursively over prefixes.
+    std::vector<std::vector<uint32_t>> words;
+    for (const std::string& n : names) {
+      std::vector<uint32_t> w;
+      size_t p = 0;
+      while (p < n.size()) {
+        int32_t cp = DecodeUtf8(n, &p);
+        w.push_back(cp < 0 ? 0xFFFD : static_cast<uint32_t>(cp));
+      }
+      words.push_back(w);
+    }
+    int32_t free_tail = b_.Star(text_.AnyChar());
+    std::function<int32_t(const std::vector<size_t>&, size_t)> node = [&](const std::vector<size_t>& ws, size_t k) -> int32_t {
+      bool is_name = false;
+      std::map<uint32_t, std::vector<size_t>> next;
+      for (size_t w : ws) {
+        if (words[w].size() == k) is_name = true;
+        else next[words[w][k]].push_back(w);
+      }
+      std::vector<int32_t> alts;
+      if (!is_name) alts.push_back(b_.Empty());
+      std::vector<CodepointRange> other = {{0, 0xD7FF}, {0xE000, kMaxCodepoint}};
+      for (const auto& [c, sub] : next) {
+        alts.push_back(b_.Seq({text_.CharIn({{c, c}}), node(sub, k + 1)}));
+        std::vector<CodepointRange> cut;
+        for (auto r : other) {
+          if (c < r.lo || c > r.hi) {
+            cut.push_back(r);
+            continue;
+          }
+          if (r.lo < c) cut.push_back({r.lo, c - 1});
+          if (c < r.hi) cut.push_back({c + 1, r.hi});
+        }
+        other = cut;
+      }
+      alts.push_back(b_.Seq({text_.CharIn(other), free_tail}));
+      return b_.Choice(alts);
+    };
+    std::vector<size_t> all(words.size());
+    for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+    return b_.Seq({b_.Bytes("\""), node(all, 0), b_.Bytes("\"")});
+  }
+
+  // Declared properties in order (required ones always, optional ones maybe), then any
+  // number of extra properties, with the count of properties in [min_props, max_props].
+  int32_t CountedObject(const std::vector<Property>& declared, int32_t extra, int64_t min_props, int64_t max_props,
+                        int d) {
+    // Counts that no bound tells apart share rules: without maxProperties, all counts
+    // from max(minProperties, 1) on are alike (1: a separator comes first).
+    int64_t cap = max_props >= 0 ? max_props + 1 : std::max<int64_t>(min_props, 1);
+    if (cap > 1000) throw SchemaError("minProperties / maxProperties above 1000 are not supported", "");
+    int64_t n = static_cast<int64_t>(declared.size());
+    std::map<std::pair<int64_t, int64_t>, int32_t> memo;
+    // rest(i, k): properties from i on, k already written (k > 0: each starts with a separator).
+    std::function<int32_t(int64_t, int64_t)> rest = [&](int64_t i, int64_t k) -> int32_t {
+      int64_t kk = std::min(k, cap);
+      if (max_props >= 0 && kk > max_props) return Nothing(&b_);
+      auto key = std::make_pair(i, kk);
+      if (auto it = memo.find(key); it != memo.end()) return b_.Ref(it->second);
+      int32_t rule = b_.NewRule("props");
+      memo[key] = rule;
+      int32_t body;
+      if (i < n) {
+        const Property& p = declared[i];
+        int32_t take = b_.Seq({kk ? text_.ItemSeparator(d) : b_.Empty(), p.value, rest(i + 1, kk + 1)});
+        body = p.required ? take : b_.Choice({take, rest(i + 1, kk)});
+      } else {
+        std::vector<int32_t> alts;
+        if (kk >= min_props) alts.push_back(b_.Empty());
+        if (extra >= 0 && (max_props < 0 || kk < max_props)) {
+          int64_t lo = std::max<int64_t>(0, min_props - kk), hi = max_props < 0 ? -1 : max_props - kk;
+          if (kk == 0) {
+            alts.push_back(b_.Seq({extra, b_.Repeat(b_.Seq({text_.ItemSeparator(d), extra}),
+                                                    static_cast<int32_t>(std::max<int64_t>(0, lo - 1)),
+                                                    hi < 0 ? -1 : static_cast<int32_t>(hi - 1))}));
+          } else {
+            alts.push_back(b_.Repeat(b_.Seq({text_.ItemSeparator(d), extra}), static_cast<int32_t>(std::max<int64_t>(1, lo)),
+                                     hi < 0 ? -1 : static_cast<int32_t>(hi)));
+          }
+        }
+        body = alts.empty() ? Nothing(&b_) : b_.Choice(alts);
+      }
+      b_.SetBody(rule, body);
+      return b_.Ref(rule);
+    };
+    // The empty object, or "{" properties "}" with at least one property.
+    bool can_be_empty = min_props == 0;
+    for (const Property& p : declared) can_be_empty = can_be_empty && !p.required;
+    std::vector<int32_t> alts;
+    if (can_be_empty) alts.push_back(text_.EmptyContainer('{', '}'));
+    int32_t first = FirstProperty(declared, extra, rest, min_props, max_props, d);
+    if (first >= 0) alts.push_back(b_.Seq({text_.Open('{', d), first, text_.Close('}', d)}));
+    if (alts.empty()) return Nothing(&b_);
+    return b_.Choice(alts);
+  }
+
+  // The properties of a non-empty object: the first one written is declared[i] (all
+  // optional ones before it skipped) or, after every declared one is skipped, an extra one.
+  int32_t FirstProperty(const std::vector<Property>& declared, int32_t extra,
+                        const std::function<int32_t(int64_t, int64_t)>& rest, int64_t min_props, int64_t max_props,
+                        int d) {
+    if (max_props == 0) return -1;
+    std::vector<int32_t> alts;
+    for (size_t i = 0; i < declared.size(); ++i) {
+      alts.push_back(b_.Seq({declared[i].value, rest(static_cast<int64_t>(i) + 1, 1)}));
+      if (declared[i].required) return b_.Choice(alts);
+    }
+    if (extra >= 0) {
+      int64_t lo = std::max<int64_t>(0, min_props - 1), hi = max_props < 0 ? -1 : max_props - 1;
+      alts.push_back(b_.Seq({extra, b_.Repeat(b_.Seq({text_.ItemSeparator(d), extra}), static_cast<int32_t>(lo),
+                                              static_cast<int32_t>(hi))}));
+    }
+    if (alts.empty()) return -1;
+    return b_.Choice(alts);
+  }
+
+  const JsonValue& root_;
+  JsonSchemaOptions opt_;
+  IrBuilder b_;
+  JsonText text_;
+  std::map<std::pair<const JsonValue*, int>, int32_t> memo_;
+  std::map<std::string, const JsonValue*> ids_;
+  std::map<std::string, int32_t> formats_;
+  std::map<const JsonValue*, const JsonValue*> flattened_;
+  std::deque<JsonValue> owned_;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace
 
 JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options) {
-  throw SchemaError("JSON Schema is not implemented yet", "");
+  JsonValue root;
+  try {
+    root = ParseJson(schema_json);
+  } catch (const std::invalid_argument& e) {
+    throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
+  }
+  auto g = std::make_shared<GrammarIR>();
+  SchemaCompiler compiler(root, options, g.get());
+  g->root = compiler.CompileRoot();
+  return JsonSchemaGrammar{g, compiler.TakeWarnings()};
 }
 
 }  // namespace xgr2

@@ -1,0 +1,245 @@
+#include "frontends/json_text.h"
+
+#include <algorithm>
+
+#include "support/utf8.h"
+
+namespace xgr2 {
+namespace {
+
+constexpr uint32_t kNoRawFrom = 0x20;  // raw characters start here; below: escapes only
+
+// Short escapes: the character and the letter after the backslash.
+constexpr std::pair<uint32_t, char> kShortEscapes[] = {
+    {'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}};
+
+bool InRanges(const std::vector<CodepointRange>& ranges, uint32_t c) {
+  for (auto r : ranges) {
+    if (c >= r.lo && c <= r.hi) return true;
+  }
+  return false;
+}
+
+// ranges ∩ [lo, hi]
+std::vector<CodepointRange> Clip(const std::vector<CodepointRange>& ranges, uint32_t lo, uint32_t hi) {
+  std::vector<CodepointRange> out;
+  for (auto r : ranges) {
+    uint32_t a = std::max(r.lo, lo), z = std::min(r.hi, hi);
+    if (a <= z) out.push_back({a, z});
+  }
+  return out;
+}
+
+}  // namespace
+
+int32_t JsonText::Ws() {
+  if (ws_rule_ < 0) {
+    int32_t space = b_->Class({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}});
+    ws_rule_ = b_->NewRule("ws");
+    b_->SetBody(ws_rule_, b_->Repeat(space, 0, layout_.max_whitespace));
+  }
+  return b_->Ref(ws_rule_);
+}
+
+int32_t JsonText::DocumentSpace() {
+  return layout_.kind == JsonLayout::Kind::kAnyWhitespace ? Ws() : b_->Empty();
+}
+
+int32_t JsonText::Newline(int depth) {
+  return b_->Bytes("\n" + std::string(static_cast<size_t>(layout_.indent) * depth, ' '));
+}
+
+int32_t JsonText::Open(char bracket, int depth) {
+  int32_t open = b_->Bytes(std::string(1, bracket));
+  switch (layout_.kind) {
+    case JsonLayout::Kind::kAnyWhitespace: return b_->Seq({open, Ws()});
+    case JsonLayout::Kind::kSeparators: return open;
+    case JsonLayout::Kind::kIndent: return b_->Seq({open, Newline(depth + 1)});
+  }
+  return open;
+}
+
+int32_t JsonText::Close(char bracket, int depth) {
+  int32_t close = b_->Bytes(std::string(1, bracket));
+  switch (layout_.kind) {
+    case JsonLayout::Kind::kAnyWhitespace: return b_->Seq({Ws(), close});
+    case JsonLayout::Kind::kSeparators: return close;
+    case JsonLayout::Kind::kIndent: return b_->Seq({Newline(depth), close});
+  }
+  return close;
+}
+
+int32_t JsonText::EmptyContainer(char open, char close) {
+  if (layout_.kind == JsonLayout::Kind::kAnyWhitespace) {
+    return b_->Seq({b_->Bytes(std::string(1, open)), Ws(), b_->Bytes(std::string(1, close))});
+  }
+  return b_->Bytes(std::string{open, close});
+}
+
+int32_t JsonText::ItemSeparator(int depth) {
+  switch (layout_.kind) {
+    case JsonLayout::Kind::kAnyWhitespace: return b_->Seq({Ws(), b_->Bytes(","), Ws()});
+    case JsonLayout::Kind::kSeparators: return b_->Bytes(layout_.item_separator);
+    case JsonLayout::Kind::kIndent: return b_->Seq({b_->Bytes(layout_.item_separator), Newline(depth + 1)});
+  }
+  return b_->Bytes(",");
+}
+
+int32_t JsonText::KeySeparator() {
+  if (layout_.kind == JsonLayout::Kind::kAnyWhitespace) return b_->Seq({Ws(), b_->Bytes(":"), Ws()});
+  return b_->Bytes(layout_.key_separator);
+}
+
+int32_t JsonText::HexDigits(uint32_t lo, uint32_t hi) {
+  std::vector<CodepointRange> r;
+  auto add = [&](uint32_t a, uint32_t z, uint32_t base) {  // digit values [a, z] written from `base`
+    uint32_t x = std::max(lo, a), y = std::min(hi, z);
+    if (x <= y) r.push_back({base + x - a, base + y - a});
+  };
+  add(0, 9, '0');
+  add(10, 15, 'a');
+  add(10, 15, 'A');
+  return b_->Class(r);
+}
+
+// `width` hex digits (either case) whose value is in [lo, hi].
+int32_t JsonText::HexRange(uint32_t lo, uint32_t hi, int width) {
+  if (width == 0) return b_->Empty();
+  uint32_t unit = 1u << (4 * (width - 1)), full = unit - 1;
+  uint32_t dlo = lo / unit, dhi = hi / unit, rlo = lo % unit, rhi = hi % unit;
+  if (dlo == dhi) return b_->Seq({HexDigits(dlo, dlo), HexRange(rlo, rhi, width - 1)});
+  std::vector<int32_t> alts;
+  uint32_t mid_lo = dlo, mid_hi = dhi;
+  if (rlo != 0) alts.push_back(b_->Seq({HexDigits(dlo, dlo), HexRange(rlo, full, width - 1)})), ++mid_lo;
+  if (rhi != full) alts.push_back(b_->Seq({HexDigits(dhi, dhi), HexRange(0, rhi, width - 1)})), --mid_hi;
+  if (mid_lo <= mid_hi) alts.push_back(b_->Seq({HexDigits(mid_lo, mid_hi), HexRange(0, full, width - 1)}));
+  return b_->Choice(alts);
+}
+
+int32_t JsonText::CharIn(const std::vector<CodepointRange>& ranges) {
+  std::vector<int32_t> alts;
+  // Raw: everything but controls, `"` and `\`.
+  std::vector<CodepointRange> raw = Clip(ranges, kNoRawFrom, kMaxCodepoint), raw_ok;
+  for (auto r : raw) {
+    for (uint32_t bad : {uint32_t{'"'}, uint32_t{'\\'}}) {
+      if (r.lo <= bad && bad <= r.hi) {
+        if (r.lo < bad) raw_ok.push_back({r.lo, bad - 1});
+        r.lo = bad + 1;
+      }
+    }
+    if (r.lo <= r.hi) raw_ok.push_back(r);
+  }
+  if (!raw_ok.empty()) alts.push_back(b_->Class(raw_ok));
+  std::string short_letters;
+  for (auto [c, letter] : kShortEscapes) {
+    if (InRanges(ranges, c)) short_letters += letter;
+  }
+  std::vector<int32_t> after_backslash;
+  if (!short_letters.empty()) {
+    std::vector<CodepointRange> letters;
+    for (char l : short_letters) letters.push_back({static_cast<uint32_t>(l), static_cast<uint32_t>(l)});
+    after_backslash.push_back(b_->Class(letters));
+  }
+  for (auto r : Clip(ranges, 0, 0xFFFF)) {  // \uXXXX, surrogates excluded
+    for (auto part : {CodepointRange{r.lo, std::min(r.hi, 0xD7FFu)}, CodepointRange{std::max(r.lo, 0xE000u), r.hi}}) {
+      if (part.lo <= part.hi) after_backslash.push_back(b_->Seq({b_->Bytes("u"), HexRange(part.lo, part.hi, 4)}));
+    }
+  }
+  for (auto r : Clip(ranges, 0x10000, kMaxCodepoint)) {  // surrogate pairs
+    uint32_t a = r.lo - 0x10000, z = r.hi - 0x10000;
+    uint32_t ha = a >> 10, hz = z >> 10, la = a & 0x3FF, lz = z & 0x3FF;
+    auto pair = [&](uint32_t h0, uint32_t h1, uint32_t l0, uint32_t l1) {
+      after_backslash.push_back(b_->Seq({b_->Bytes("u"), HexRange(0xD800 + h0, 0xD800 + h1, 4), b_->Bytes("\\u"),
+                                         HexRange(0xDC00 + l0, 0xDC00 + l1, 4)}));
+    };
+    if (ha == hz) {
+      pair(ha, ha, la, lz);
+    } else {
+      pair(ha, ha, la, 0x3FF);
+      if (ha + 1 <= hz - 1) pair(ha + 1, hz - 1, 0, 0x3FF);
+      pair(hz, hz, 0, lz);
+    }
+  }
+  if (!after_backslash.empty()) alts.push_back(b_->Seq({b_->Bytes("\\"), b_->Choice(after_backslash)}));
+  if (alts.empty()) return Nothing(b_);
+  return b_->Choice(alts);
+}
+
+int32_t JsonText::AnyChar() {
+  if (any_char_rule_ < 0) {
+    int32_t body = CharIn({{0, 0xD7FF}, {0xE000, kMaxCodepoint}});
+    any_char_rule_ = b_->NewRule("json_char");
+    b_->SetBody(any_char_rule_, body);
+  }
+  return b_->Ref(any_char_rule_);
+}
+
+int32_t JsonText::AnyContent() {
+  if (content_rule_ < 0) {
+    // The builtin JSON grammar's string body, so masks are shared with it across grammars.
+    int32_t hex = b_->Class({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
+    int32_t ch = b_->Choice({b_->Class({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true),
+                             b_->Seq({b_->Bytes("\\"), b_->Choice({b_->Class({{'"', '"'}, {'\\', '\\'}, {'/', '/'},
+                                                                              {'b', 'b'}, {'f', 'f'}, {'n', 'n'},
+                                                                              {'r', 'r'}, {'t', 't'}}),
+                                                                   b_->Seq({b_->Bytes("u"), b_->Repeat(hex, 4, 4)})})})});
+    content_rule_ = b_->NewRule("json_string_content");
+    b_->SetBody(content_rule_, b_->Star(ch));
+  }
+  return b_->Ref(content_rule_);
+}
+
+int32_t JsonText::StringLiteral(const std::string& utf8) {
+  std::vector<int32_t> parts = {b_->Bytes("\"")};
+  std::string run;  // raw ASCII characters, one literal
+  size_t p = 0;
+  while (p < utf8.size()) {
+    size_t start = p;
+    int32_t cp = DecodeUtf8(utf8, &p);
+    if (cp < 0) cp = 0xFFFD, p = start + 1;
+    uint32_t c = static_cast<uint32_t>(cp);
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') {
+      run += static_cast<char>(c);
+      continue;
+    }
+    if (!run.empty()) parts.push_back(b_->Bytes(run)), run.clear();
+    parts.push_back(CharIn({{c, c}}));
+  }
+  if (!run.empty()) parts.push_back(b_->Bytes(run));
+  parts.push_back(b_->Bytes("\""));
+  return b_->Seq(parts);
+}
+
+int32_t JsonText::Value(const JsonValue& v, int depth) {
+  switch (v.kind) {
+    case JsonValue::Kind::kNull: return b_->Bytes("null");
+    case JsonValue::Kind::kBool: return b_->Bytes(v.boolean ? "true" : "false");
+    case JsonValue::Kind::kNumber: return b_->Bytes(v.text);
+    case JsonValue::Kind::kString: return StringLiteral(v.text);
+    case JsonValue::Kind::kArray: {
+      if (v.items.empty()) return EmptyContainer('[', ']');
+      std::vector<int32_t> parts = {Open('[', depth)};
+      for (size_t i = 0; i < v.items.size(); ++i) {
+        if (i) parts.push_back(ItemSeparator(depth));
+        parts.push_back(Value(v.items[i], depth + 1));
+      }
+      parts.push_back(Close(']', depth));
+      return b_->Seq(parts);
+    }
+    case JsonValue::Kind::kObject: {
+      if (v.members.empty()) return EmptyContainer('{', '}');
+      std::vector<int32_t> parts = {Open('{', depth)};
+      for (size_t i = 0; i < v.members.size(); ++i) {
+        if (i) parts.push_back(ItemSeparator(depth));
+        parts.push_back(StringLiteral(v.members[i].first));
+        parts.push_back(KeySeparator());
+        parts.push_back(Value(v.members[i].second, depth + 1));
+      }
+      parts.push_back(Close('}', depth));
+      return b_->Seq(parts);
+    }
+  }
+  return b_->Empty();
+}
+
+}  // namespace xgr2

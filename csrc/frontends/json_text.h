@@ -1,0 +1,64 @@
+// Building blocks of JSON text (RFC 8259) in grammar IR: layouts (whitespace, separators,
+// indentation), string characters with every escape, and literal values.
+#pragma once
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "frontends/ir_builder.h"
+#include "support/json.h"
+
+namespace xgr2 {
+
+// Where whitespace may go. kAnyWhitespace: runs of at most kMaxWhitespace characters
+// between tokens; kSeparators: exactly the separators; kIndent: exactly json.dumps's
+// indent layout, which depends on the nesting depth.
+struct JsonLayout {
+  enum class Kind { kAnyWhitespace, kSeparators, kIndent } kind = Kind::kAnyWhitespace;
+  std::string item_separator = ",", key_separator = ":";
+  int indent = 0;
+  int max_whitespace = 20;
+  bool DependsOnDepth() const { return kind == Kind::kIndent; }
+};
+
+class JsonText {
+ public:
+  JsonText(IrBuilder* b, JsonLayout layout) : b_(b), layout_(std::move(layout)) {}
+  IrBuilder* builder() const { return b_; }
+  const JsonLayout& layout() const { return layout_; }
+
+  // Around a whole document (whitespace for kAnyWhitespace, else nothing).
+  int32_t DocumentSpace();
+  // `[`/`{` and what follows before the first item of a non-empty container at `depth`.
+  int32_t Open(char bracket, int depth);
+  // What precedes `]`/`}` after the last item, and the bracket.
+  int32_t Close(char bracket, int depth);
+  int32_t EmptyContainer(char open, char close);
+  int32_t ItemSeparator(int depth);
+  int32_t KeySeparator();
+
+  // One character of a string's content whose code point is in `ranges` (sorted, merged),
+  // in every form JSON allows: raw, short escape, \uXXXX (either case), surrogate pair.
+  int32_t CharIn(const std::vector<CodepointRange>& ranges);
+  // Any one character (exact: a surrogate pair is one character, lone surrogates excluded).
+  int32_t AnyChar();
+  // A string's content, any length, as the builtin JSON grammar writes it (shared rule).
+  int32_t AnyContent();
+  // The JSON text of a literal string: `"` then each character raw (or its escape when
+  // it needs one; non-ASCII characters also as \uXXXX), then `"`.
+  int32_t StringLiteral(const std::string& utf8);
+  // The JSON text of a value (const / enum), objects in their key order.
+  int32_t Value(const JsonValue& v, int depth);
+
+ private:
+  int32_t Ws();
+  int32_t HexRange(uint32_t lo, uint32_t hi, int width);
+  int32_t HexDigits(uint32_t lo, uint32_t hi);
+  int32_t Newline(int depth);
+
+  IrBuilder* b_;
+  JsonLayout layout_;
+  int32_t ws_rule_ = -1, any_char_rule_ = -1, content_rule_ = -1;
+};
+
+}  // namespace xgr2
