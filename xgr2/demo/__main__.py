@@ -81,7 +81,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     source.add_argument("--schema", type=Path, help="JSON Schema file (subset: see xgr2.demo.schema_to_ebnf)")
     source.add_argument("--grammar", type=Path, help="EBNF grammar file (root rule: root)")
     source.add_argument("--regex", help="a Python regular expression the whole output must match "
-                                        "(subset: see xgr2.demo.regex_to_ebnf)")
+                                        "(subset: see docs/regex.md)")
     p.add_argument("--prompt", default=None,
                    help="SmolLM2: the user message (chat-templated), by default a request for a person as "
                         "JSON; Gemma 3: the raw prompt, by default a few-shot list of people as JSON")
@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import gguf_loader
     from .generate import generate
-    from .regex_to_ebnf import regex_to_ebnf
     from .schema_to_ebnf import schema_to_ebnf
 
     t0 = time.perf_counter()
@@ -119,15 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     info = ckpt.tokenizer_info(tokenizer)
     schema = None
     if args.grammar is not None:
-        ebnf = args.grammar.read_text()
+        grammar = xgr2.Grammar.from_ebnf(args.grammar.read_text())
     elif args.regex is not None:
-        ebnf = regex_to_ebnf(args.regex)
+        grammar = xgr2.Grammar.from_regex(args.regex)
     else:
         schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
-        ebnf = schema_to_ebnf(schema)
+        grammar = xgr2.Grammar.from_ebnf(schema_to_ebnf(schema))
     if args.precompute == "all":
         _log("precomputing the grammar's token masks")
-    compiled = xgr2.compile(xgr2.Grammar.from_ebnf(ebnf), info, precompute=args.precompute)
+    compiled = xgr2.compile(grammar, info, precompute=args.precompute)
     prompt = build_prompt(args.model, args.prompt)
     _log(f"loaded in {time.perf_counter() - t0:.1f} s: {cfg.n_layers} layers, vocab {cfg.vocab_size}, "
          f"{info.tokenizer_size} tokens, stop tokens {info.stop_token_ids}")
@@ -165,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     print("tokens/s: tokens from decode steps per second of decoding (prefill and compilation excluded)\n"
           "mask: host time in fill_bitmask, overlapped with the device's decode step\n"
           "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None
-                       else "re.fullmatch(regex, output)" if args.regex is not None
+                       else "re.fullmatch(regex, output, re.ASCII)" if args.regex is not None
                        else "the output is a complete document of the grammar"))
     if invalid_constrained:
         print(f"FAILED: {invalid_constrained} constrained row(s) did not produce a valid document "
@@ -180,7 +179,7 @@ def _valid(text: str, schema: dict[str, Any] | None, compiled, regex: str | None
     if regex is not None:
         import re
 
-        return re.fullmatch(regex, text) is not None
+        return re.fullmatch(regex, text, re.ASCII) is not None  # \d \w \s are ASCII, as in from_regex
     if schema is None:
         state = compiled.initial_state()
         try:
