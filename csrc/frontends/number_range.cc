@@ -306,6 +306,11 @@ class NumberDfa {
     s.ilen = std::min(len, cap_ilen_);
     s.residue = static_cast<uint32_t>((uint64_t{s.residue} * 10 + c) % opt_.modulus);
     if (HiViolated(s, side)) return std::nullopt;
+    // Canonical forms, so that states that behave alike are one state: past the lower
+    // bound's length the integer part stays above it; without an upper bound its length
+    // then no longer matters.
+    if (s.ilen > static_cast<int32_t>(side.lo.ip.size())) s.lex_lo = kGt;
+    if (!side.hi && IntCmp(s, s.lex_lo, side.lo.ip) == kGt) s.ilen = cap_ilen_, s.lex_lo = kGt;
     return s;
   }
 
@@ -315,7 +320,7 @@ class NumberDfa {
     s.lex_lo = IntCmp(s, s.lex_lo, side.lo.ip);
     if (side.hi) s.lex_hi = IntCmp(s, s.lex_hi, side.hi->ip);
     s.stage = kDot, s.ilen = 0, s.fpos = 0;
-    if (HiViolated(s, side)) return std::nullopt;
+    if (s.lex_lo == kLt || HiViolated(s, side)) return std::nullopt;  // decided for good
     return s;
   }
 
@@ -329,7 +334,10 @@ class NumberDfa {
       return std::nullopt;  // a digit past multipleOf's precision
     }
     s.stage = kFrac, s.fpos = std::min(s.fpos + 1, cap_fpos_);
-    if (HiViolated(s, side)) return std::nullopt;
+    if (s.lex_lo == kLt || HiViolated(s, side)) return std::nullopt;
+    // Once both comparisons are decided and multipleOf's digits are read, the position
+    // no longer matters.
+    if (s.lex_lo != kEq && (!side.hi || s.lex_hi != kEq) && s.fpos >= opt_.scale) s.fpos = cap_fpos_;
     return s;
   }
 
