@@ -33,9 +33,11 @@ namespace xgr2 {
 namespace {
 
 // Documented limits: a bound's integer or fraction part may have this many digits
-// (1e400 has 401), and the DFA this many states (multipleOf multiplies it).
+// (1e400 has 401); the DFA may explore and emit this many states (multipleOf
+// multiplies them: about 2 * M for a multipleOf M without bounds, more with long bounds).
 constexpr int32_t kMaxDigits = 1000;
-constexpr int32_t kMaxStates = 20000;
+constexpr int32_t kMaxStates = 20000;  // explored
+constexpr int32_t kMaxRules = 4000;    // emitted, after merging equivalent states
 constexpr uint64_t kMaxModulus = 100000;
 
 // |value| as digits: `ip` canonical ("0" for zero), `fp` without trailing zeros.
@@ -382,6 +384,47 @@ std::vector<uint8_t> LiveStates(const NumberDfa& dfa) {
   return live;
 }
 
+// Classes of equivalent live states (Moore's partition refinement), class of the
+// start = 0; -1 for dead states. Pruned and canonical DFAs are already small; this
+// merges what is left (the two signs' states under symmetric constraints, integer
+// lengths that no longer matter), within a work budget past which it keeps every state.
+std::vector<int32_t> EquivalenceClasses(const NumberDfa& dfa, const std::vector<uint8_t>& live) {
+  constexpr int64_t kWorkBudget = 20000000;  // state-symbol visits
+  int32_t n = dfa.NumStates();
+  std::vector<int32_t> cls(n, -1), identity(n, -1);
+  int32_t num_live = 0;
+  for (int32_t s = 0; s < n; ++s) {
+    if (live[s]) identity[s] = num_live++, cls[s] = dfa.Accepting(s) ? 1 : 0;
+  }
+  using Signature = std::array<int32_t, kNumSymbols + 1>;
+  struct Hash {
+    size_t operator()(const Signature& sig) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int32_t v : sig) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ull;
+      return h;
+    }
+  };
+  int32_t num_classes = -1;
+  for (int64_t work = 0;; work += int64_t{num_live} * kNumSymbols) {
+    if (work > kWorkBudget) return identity;
+    std::unordered_map<Signature, int32_t, Hash> ids;
+    std::vector<int32_t> next_cls(n, -1);
+    for (int32_t s = 0; s < n; ++s) {  // state 0 first: its class gets id 0
+      if (!live[s]) continue;
+      Signature sig;
+      sig[0] = cls[s];
+      for (int sym = 0; sym < kNumSymbols; ++sym) {
+        int32_t t = dfa.Next(s, sym);
+        sig[sym + 1] = t < 0 ? -1 : cls[t];
+      }
+      next_cls[s] = ids.emplace(sig, static_cast<int32_t>(ids.size())).first->second;
+    }
+    cls.swap(next_cls);
+    if (static_cast<int32_t>(ids.size()) == num_classes) return cls;
+    num_classes = static_cast<int32_t>(ids.size());
+  }
+}
+
 // The characters of a set of symbols, as code point ranges.
 std::vector<CodepointRange> SymbolRanges(const std::vector<int>& syms) {
   static constexpr char kChars[kNumSymbols] = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '.', '-', 'e', '+'};
@@ -394,23 +437,26 @@ std::vector<CodepointRange> SymbolRanges(const std::vector<int>& syms) {
   return out;  // IrBuilder::Class sorts and merges
 }
 
-// One rule per live state: (its self-loop)* then the end of the text (if accepting)
-// or a symbol and the rule of the next state. A DFA without longer cycles (no
-// multipleOf) gives non-recursive rules, which the FSM builder inlines while small.
-int32_t EmitRules(IrBuilder* b, const NumberDfa& dfa, const std::vector<uint8_t>& live) {
-  int32_t n = dfa.NumStates();
-  std::vector<int32_t> rule(n, -1);
-  for (int32_t s = 0; s < n; ++s) {
-    if (live[s]) rule[s] = b->NewRule("number_" + std::to_string(s));
+// One rule per class of states: (its self-loop)* then the end of the text (if
+// accepting) or a symbol and the rule of the next class. A DFA without longer cycles
+// (no multipleOf) gives non-recursive rules, which the FSM builder inlines while small.
+int32_t EmitRules(IrBuilder* b, const NumberDfa& dfa, const std::vector<int32_t>& cls) {
+  int32_t num_classes = *std::max_element(cls.begin(), cls.end()) + 1;
+  if (num_classes > kMaxRules) {
+    throw SchemaError("needs " + std::to_string(num_classes) + " automaton states, more than " +
+                          std::to_string(kMaxRules), "");
   }
-  for (int32_t s = 0; s < n; ++s) {
-    if (!live[s]) continue;
+  std::vector<int32_t> rule(num_classes, -1);
+  for (int32_t c = 0; c < num_classes; ++c) rule[c] = b->NewRule("number_" + std::to_string(c));
+  for (int32_t s = 0; s < dfa.NumStates(); ++s) {
+    int32_t c = cls[s];
+    if (c < 0 || b->ir()->rules[rule[c]].body >= 0) continue;  // dead, or its class is done
     std::vector<int> self;
     std::vector<std::pair<int32_t, std::vector<int>>> by_target;  // in order of first symbol
     for (int sym = 0; sym < kNumSymbols; ++sym) {
-      int32_t t = dfa.Next(s, sym);
-      if (t < 0 || !live[t]) continue;
-      if (t == s) {
+      int32_t t = dfa.Next(s, sym) < 0 ? -1 : cls[dfa.Next(s, sym)];
+      if (t < 0) continue;
+      if (t == c) {
         self.push_back(sym);
         continue;
       }
@@ -425,7 +471,7 @@ int32_t EmitRules(IrBuilder* b, const NumberDfa& dfa, const std::vector<uint8_t>
     if (dfa.Accepting(s)) alts.push_back(b->Empty());
     for (const auto& [t, syms] : by_target) alts.push_back(b->Seq({b->Class(SymbolRanges(syms)), b->Ref(rule[t])}));
     int32_t rest = b->Choice(alts);
-    b->SetBody(rule[s], self.empty() ? rest : b->Seq({b->Star(b->Class(SymbolRanges(self))), rest}));
+    b->SetBody(rule[c], self.empty() ? rest : b->Seq({b->Star(b->Class(SymbolRanges(self))), rest}));
   }
   return b->Ref(rule[0]);
 }
@@ -477,10 +523,16 @@ int32_t AppendRange(IrBuilder* b, const NumericConstraints& c, bool integer) {
   Side pos, neg;
   SplitBySign(lo, hi, &pos, &neg);
   NumberDfa dfa(pos, neg, opt);
-  dfa.Build(c.multiple_of.empty() ? std::string("this numeric range") : "multipleOf " + c.multiple_of + " with these bounds");
+  std::string what = c.multiple_of.empty() ? std::string("this numeric range")
+                                            : "multipleOf " + c.multiple_of + " with these bounds";
+  dfa.Build(what);
   std::vector<uint8_t> live = LiveStates(dfa);
   if (!live[0]) return -1;
-  return EmitRules(b, dfa, live);
+  try {
+    return EmitRules(b, dfa, EquivalenceClasses(dfa, live));
+  } catch (const SchemaError& e) {
+    throw SchemaError(what + " " + e.what() + ": cannot be expressed", "");
+  }
 }
 
 }  // namespace
