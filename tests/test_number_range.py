@@ -91,6 +91,19 @@ def number_text(value: Fraction, places: int) -> str:
     return ("-" if value < 0 else "") + text
 
 
+def multiples_near(bounds, multiple_of):
+    """Multiples of `multiple_of` around each bound (and around 0)."""
+    m = Fraction(Decimal(multiple_of))
+    places = max(0, -Decimal(multiple_of).normalize().as_tuple().exponent)
+    out = set()
+    for b in [b for b in bounds if b] + ["0"]:
+        q = Fraction(Decimal(b)) // m
+        for j in range(-3, 4):
+            t = number_text((q + j) * m, places)
+            out.update({t, t + ("0" if "." in t else ".00")})
+    return out
+
+
 def candidates(bounds, rng, integer):
     """Texts around the bounds: bound +- small steps, trailing zeros, -0, leading zeros,
     exponent forms, and random strings of number characters."""
@@ -125,6 +138,8 @@ def check_constraints(integer, minimum="", maximum="", exclusive_minimum=False, 
     args = (integer, minimum, maximum, exclusive_minimum, exclusive_maximum, multiple_of)
     grammar = numeric_grammar(*args)
     texts = candidates([minimum, maximum, multiple_of], rng, integer) + list(extra)
+    if multiple_of:
+        texts += sorted(multiples_near([minimum, maximum], multiple_of))
     if grammar is None:  # the front end says no value satisfies: no candidate may
         assert not any(oracle(t, *args) for t in texts), args
         return
