@@ -1,13 +1,15 @@
 // Numeric JSON Schema keywords as one explicit DFA over the characters of a JSON
-// number, emitted as grammar rules (one per DFA state).
+// number, emitted as grammar rules (one per class of equivalent DFA states).
 //
 // The DFA reads the text left to right and keeps, per state, exactly what decides
 // acceptance: the sign (which magnitude interval applies), how many integer digits
 // were read (capped just past the longest bound, since length decides first), the
 // lexicographic comparison with each bound's digits so far, the fraction position
 // (capped), and the value modulo multipleOf's numerator. Every decision is made on
-// digits, so bounds of any magnitude are exact; sizes are bounded by kMaxDigits and
-// kMaxStates. Semantics (also in the report of this front end):
+// digits, so bounds of any magnitude are exact; sizes are bounded by kMaxDigits,
+// kMaxStates and kMaxRules. Semantics:
+//   - Integers: -?(0|[1-9][0-9]*), never a fraction or exponent (non-integer bounds
+//     thus round inward: minimum 1.5 accepts 2 and up).
 //   - "-0" (and "-0.0") is accepted iff 0 satisfies the constraints: it is valid JSON
 //     equal to 0.
 //   - Leading zeros are never accepted (RFC 8259).
@@ -34,7 +36,8 @@ namespace {
 
 // Documented limits: a bound's integer or fraction part may have this many digits
 // (1e400 has 401); the DFA may explore and emit this many states (multipleOf
-// multiplies them: about 2 * M for a multipleOf M without bounds, more with long bounds).
+// multiplies them: about M for a multipleOf M without bounds, about M times the
+// bound's digit count with a bound).
 constexpr int32_t kMaxDigits = 1000;
 constexpr int32_t kMaxStates = 20000;  // explored
 constexpr int32_t kMaxRules = 4000;    // emitted, after merging equivalent states
