@@ -32,7 +32,6 @@ from xgr2.demo import gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt  # noqa: E402
 from xgr2.demo.generate import generate  # noqa: E402
 from xgr2.demo.llama import Llama, LlamaConfig, params_from_gguf  # noqa: E402
-from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
 
 PROMPTS = [
     ("person", DEFAULT_PROMPT, DEFAULT_SCHEMA),
@@ -85,7 +84,7 @@ def main() -> None:
     tokenizer = ckpt.tokenizer()
     info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
                                                stop_token_ids=list(ckpt.stop_token_ids))
-    compiled = {name: xgr2.compile(schema_to_ebnf(schema), info, precompute=args.precompute)
+    compiled = {name: xgr2.compile(xgr2.Grammar.from_json_schema(schema), info, precompute=args.precompute)
                 for name, _, schema in PROMPTS}
 
     rows = []

