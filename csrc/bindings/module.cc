@@ -280,7 +280,15 @@ NB_MODULE(_core, m) {
             opt.unsupported = static_cast<UnsupportedPolicy>(unsupported);
             nb::gil_scoped_release release;
             JsonSchemaGrammar result = JsonSchemaToGrammar(schema, opt);
-            auto fsm = BuildFsm(*result.grammar);
+            std::shared_ptr<const GrammarFsm> fsm;
+            try {
+              fsm = BuildFsm(*result.grammar);
+            } catch (const GrammarError& e) {
+              std::string what = e.what();
+              if (what.find("derives no finite string") == std::string::npos) throw;
+              throw SchemaError("no JSON value is valid under this schema (e.g. a required property that "
+                                "nothing satisfies)", "");
+            }
             return std::make_pair(GrammarHandle{result.grammar, fsm}, result.warnings);
           },
           "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)

@@ -1,6 +1,7 @@
 #include "frontends/json_text.h"
 
 #include <algorithm>
+#include <set>
 
 #include "support/utf8.h"
 
@@ -210,11 +211,35 @@ int32_t JsonText::StringLiteral(const std::string& utf8) {
   return b_->Seq(parts);
 }
 
+// A constant number as written, and in the plain spellings equal to it that json.dumps
+// writes (2.0 -> "2.0", "2"; 1e2 -> "100", "100.0"; 0.5e1 -> "5", "5.0").
+int32_t JsonText::NumberSpellings(const std::string& text) {
+  std::set<std::string> spellings = {text};
+  DecimalNumber d = ParseDecimal(text);
+  if (d.exponent < 1000 && d.exponent > -1000) {
+    std::string sign = d.negative ? "-" : "";
+    if (d.digits.empty()) {
+      spellings.insert({"0", "0.0", "-0", "-0.0"});
+    } else if (d.exponent >= 0) {
+      std::string whole = sign + d.digits + std::string(static_cast<size_t>(d.exponent), '0');
+      spellings.insert(whole);
+      spellings.insert(whole + ".0");
+    } else {
+      size_t frac = static_cast<size_t>(-d.exponent);
+      std::string digits = d.digits.size() > frac ? d.digits : std::string(frac - d.digits.size() + 1, '0') + d.digits;
+      spellings.insert(sign + digits.substr(0, digits.size() - frac) + "." + digits.substr(digits.size() - frac));
+    }
+  }
+  std::vector<int32_t> alts;
+  for (const std::string& s : spellings) alts.push_back(b_->Bytes(s));
+  return b_->Choice(alts);
+}
+
 int32_t JsonText::Value(const JsonValue& v, int depth) {
   switch (v.kind) {
     case JsonValue::Kind::kNull: return b_->Bytes("null");
     case JsonValue::Kind::kBool: return b_->Bytes(v.boolean ? "true" : "false");
-    case JsonValue::Kind::kNumber: return b_->Bytes(v.text);
+    case JsonValue::Kind::kNumber: return NumberSpellings(v.text);
     case JsonValue::Kind::kString: return StringLiteral(v.text);
     case JsonValue::Kind::kArray: {
       if (v.items.empty()) return EmptyContainer('[', ']');

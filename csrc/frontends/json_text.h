@@ -55,6 +55,7 @@ class JsonText {
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
   int32_t HexDigits(uint32_t lo, uint32_t hi);
   int32_t Newline(int depth);
+  int32_t NumberSpellings(const std::string& text);
 
   IrBuilder* b_;
   JsonLayout layout_;

@@ -60,6 +60,11 @@ class Printer {
         break;
       }
       case ExprKind::kCharClass:
+        if ((!e.negated && e.ranges.empty()) ||
+            (e.negated && e.ranges.size() == 1 && e.ranges[0].lo == 0 && e.ranges[0].hi >= kMaxCodepoint)) {  // matches nothing (front ends emit it); `[]` would not parse
+          *out += "[^\\u0000-\\U0010FFFF]";
+          break;
+        }
         out->push_back('[');
         if (e.negated) out->push_back('^');
         for (auto r : e.ranges) {
