@@ -12,6 +12,7 @@
 #include "frontends/json_schema.h"
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
+#include "grammar/repetition.h"
 #include "grammar/fsm.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -244,6 +245,7 @@ NB_MODULE(_core, m) {
             IrBuilder b(g.get());
             g->root = b.NewRule("root");
             b.SetBody(g->root, AppendRegex(&b, pattern, search));
+            CompressRepetitions(g.get());
             auto fsm = BuildFsm(*g);
             return GrammarHandle{g, fsm};
           },

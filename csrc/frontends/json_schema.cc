@@ -14,6 +14,7 @@
 #include "frontends/json_text.h"
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
+#include "grammar/repetition.h"
 #include "support/json.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
@@ -1088,6 +1089,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
   g->root = compiler.CompileRoot();
+  CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};
 }
 

@@ -9,6 +9,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "grammar/repetition.h"
+
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -664,6 +666,7 @@ GrammarPtr ParseRegex(const std::string& pattern) {
   int32_t root = b.NewRule("root");
   b.SetBody(root, AppendRegex(&b, pattern, false));
   g->root = root;
+  CompressRepetitions(g.get());
   return g;
 }
 

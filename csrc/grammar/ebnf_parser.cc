@@ -11,6 +11,7 @@
 
 #include "frontends/ir_builder.h"
 #include "frontends/regex.h"
+#include "grammar/repetition.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -55,6 +56,7 @@ class EbnfParser {
     }
     g_->root = root;
     CheckDepth();
+    CompressRepetitions(g_);
     return g;
   }
 

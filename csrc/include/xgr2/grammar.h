@@ -57,7 +57,7 @@ using GrammarPtr = std::shared_ptr<const GrammarIR>;
 
 // Limits that bound pathological grammars (documented in docs/limits.md).
 struct GrammarLimits {
-  static constexpr int32_t kMaxRepeat = 10000;         // largest finite bound in {m,n}
+  static constexpr int32_t kMaxRepeat = 1000000000;    // largest finite bound in {m,n} (compressed, grammar/repetition.h)
   static constexpr int64_t kMaxNfaNodes = 2000000;     // total NFA nodes while building FSMs
   static constexpr int64_t kMaxDfaNodesPerRule = 200000;
   static constexpr int32_t kMaxNesting = 1000;         // parenthesis depth in EBNF text

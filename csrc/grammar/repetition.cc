@@ -1,0 +1,90 @@
+#include "grammar/repetition.h"
+
+#include <map>
+
+#include "frontends/ir_builder.h"
+
+namespace xgr2 {
+namespace {
+
+// The doubling rules of one repeated expression X.
+class Doubling {
+ public:
+  Doubling(IrBuilder* b, int32_t child) : b_(b) { x_ = b_->RuleRef("rep", child); }
+
+  int32_t Range(int64_t min, int64_t max) {
+    int32_t exact = Exact(min);
+    if (max < 0) return b_->Seq({exact, b_->Star(x_)});
+    return b_->Seq({exact, UpTo(max - min)});
+  }
+
+ private:
+  // X repeated exactly 2^k times.
+  int32_t Pow(int k) {
+    if (k == 0) return x_;
+    auto it = pow_.find(k);
+    if (it != pow_.end()) return b_->Ref(it->second);
+    int32_t half = Pow(k - 1);
+    int32_t rule = b_->NewRule("rep_x" + std::to_string(int64_t{1} << k));
+    b_->SetBody(rule, b_->Seq({half, Pow(k - 1)}));
+    pow_[k] = rule;
+    return b_->Ref(rule);
+  }
+
+  // X repeated exactly n times: the powers of two of n's bits.
+  int32_t Exact(int64_t n) {
+    if (n == 0) return b_->Empty();
+    if (n <= kRepetitionCopyLimit) return b_->Repeat(x_, static_cast<int32_t>(n), static_cast<int32_t>(n));
+    std::vector<int32_t> parts;
+    for (int k = 62; k >= 0; --k) {
+      if ((n >> k) & 1) parts.push_back(Pow(k));
+    }
+    return b_->Seq(parts);
+  }
+
+  // X repeated 0 to 2^k - 1 times.
+  int32_t Below(int k) {
+    int64_t top = (int64_t{1} << k) - 1;
+    if (top <= kRepetitionCopyLimit) return b_->Repeat(x_, 0, static_cast<int32_t>(top));
+    auto it = below_.find(k);
+    if (it != below_.end()) return b_->Ref(it->second);
+    int32_t rule = b_->NewRule("rep_upto" + std::to_string(top));
+    below_[k] = rule;
+    int32_t smaller = Below(k - 1);
+    b_->SetBody(rule, b_->Choice({smaller, b_->Seq({Pow(k - 1), Below(k - 1)})}));
+    return b_->Ref(rule);
+  }
+
+  // X repeated 0 to m times: [0, 2^k - 1] or 2^k more then [0, m - 2^k].
+  int32_t UpTo(int64_t m) {
+    if (m <= kRepetitionCopyLimit) return b_->Repeat(x_, 0, static_cast<int32_t>(m));
+    int k = 0;
+    while ((int64_t{2} << k) - 1 <= m) ++k;  // largest k with 2^k - 1 <= m
+    if ((int64_t{1} << k) - 1 == m) return Below(k);
+    return b_->Choice({Below(k), b_->Seq({Pow(k), UpTo(m - (int64_t{1} << k))})});
+  }
+
+  IrBuilder* b_;
+  int32_t x_;
+  std::map<int, int32_t> pow_, below_;
+};
+
+}  // namespace
+
+void CompressRepetitions(GrammarIR* g) {
+  IrBuilder b(g);
+  size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
+  for (size_t id = 0; id < n; ++id) {
+    const Expr& e = g->exprs[id];
+    if (e.kind != ExprKind::kRepeat) continue;
+    if (e.min <= kRepetitionCopyLimit && e.max <= kRepetitionCopyLimit) continue;
+    int32_t child = e.children[0], min = e.min, max = e.max;
+    if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
+    Doubling d(&b, child);
+    int32_t replacement = d.Range(min, max);
+    Expr copy = g->exprs[replacement];
+    g->exprs[id] = std::move(copy);
+  }
+}
+
+}  // namespace xgr2
