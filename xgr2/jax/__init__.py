@@ -5,6 +5,6 @@ Bitmask layout: token ``t`` is bit ``t % 32`` (LSB first) of int32 word ``t // 3
 """
 
 from xgr2.jax._masking import apply_token_bitmask, unpack_bitmask
-from xgr2.jax._sampling import sample
+from xgr2.jax._sampling import greedy, sample
 
-__all__ = ["apply_token_bitmask", "sample", "unpack_bitmask"]
+__all__ = ["apply_token_bitmask", "greedy", "sample", "unpack_bitmask"]
