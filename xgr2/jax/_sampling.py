@@ -60,38 +60,63 @@ def _block_size(vocab: int) -> int:
     return 128
 
 
+_LANE_BITS = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32)).view(np.int32)
+
+
 def _masked_blocks(logits, bitmask, constrained):
     """float32 ``[B, nb, C]`` logits with disallowed / NaN / padding entries at ``-inf``.
 
-    Also returns the bool ``allowed [B, nb, C]`` (padding False) used for tie-breaking.
+    Also returns a function giving the bool ``allowed [B, nb, C]`` (padding False), which
+    recomputes it where needed (a rare fallback) instead of materialising it.
+    When ``V`` is a multiple of 32 the bits are tested word by word against constant lane
+    masks (no per-element shifts, no index arithmetic), which XLA fuses into each pass.
     """
     batch, vocab = logits.shape
-    allowed = jnp.broadcast_to(_unpack(bitmask, vocab), (batch, vocab))
-    if constrained is not None:
-        allowed = allowed | ~constrained[:, None]
-    x = logits.astype(_F32)
-    xm = jnp.where(allowed & ~jnp.isnan(x), x, _F32(_NEG_INF))
     c = _block_size(vocab)
     nb = -(-vocab // c)
-    if nb * c != vocab:
-        pad = ((0, 0), (0, nb * c - vocab))
-        xm = jnp.pad(xm, pad, constant_values=_NEG_INF)
-        allowed = jnp.pad(allowed, pad)
-    return xm.reshape(batch, nb, c), allowed.reshape(batch, nb, c)
+    pad = ((0, 0), (0, nb * c - vocab))
+
+    def allowed_of():
+        if vocab % 32 == 0:
+            words = vocab // 32
+            mask = jnp.broadcast_to(bitmask[..., :words], (batch, words))
+            allowed = (mask[:, :, None] & jnp.asarray(_LANE_BITS)[None, None, :]) != 0
+            allowed = allowed.reshape(batch, vocab)
+        else:
+            allowed = jnp.broadcast_to(_unpack(bitmask, vocab), (batch, vocab))
+        if constrained is not None:
+            allowed = allowed | ~constrained[:, None]
+        return allowed
+
+    def blocks(a, fill):
+        return (jnp.pad(a, pad, constant_values=fill) if nb * c != vocab else a).reshape(batch, nb, c)
+
+    x = logits.astype(_F32)
+    xm = jnp.where(allowed_of() & ~jnp.isnan(x), x, _F32(_NEG_INF))
+    return blocks(xm, _NEG_INF), lambda: blocks(allowed_of(), False)
 
 
-def _first_max(xb, allowed, row_max):
+def _first_max(xb, allowed, block_max, row_max):
     """Index of the first allowed token whose masked logit equals ``row_max``, else -1.
 
-    With every allowed logit ``-inf`` (or NaN) this is the first allowed token; with no
-    allowed token, -1. Indices are carried as float32 (exact below 2**24 tokens) because
-    float reductions vectorise better than integer ones on CPU.
+    No second pass over the row: the first block whose maximum is ``row_max`` is found on
+    the block maxima, then searched alone. With every allowed logit ``-inf`` (or NaN) the
+    answer is the first allowed token (a full pass, only when some row needs it); with no
+    allowed token, -1.
     """
     batch, nb, c = xb.shape
-    iota = jax.lax.broadcasted_iota(_F32, (nb, c), 0) * c + jax.lax.broadcasted_iota(_F32, (nb, c), 1)
-    hit = allowed & (xb == row_max[:, None, None])
-    first = jnp.min(jnp.where(hit, iota, _F32(np.inf)), axis=(1, 2))
-    return jnp.where(jnp.isinf(first), -1, first).astype(jnp.int32)
+    finite = row_max > _NEG_INF
+    block = jnp.argmax(block_max == row_max[:, None], axis=1).astype(jnp.int32)
+    values = jnp.take_along_axis(xb, block[:, None, None], axis=1)[:, 0]
+    inner = jnp.argmax(values == row_max[:, None], axis=1).astype(jnp.int32)
+    found = jnp.where(finite, block * c + inner, -1)
+
+    def first_allowed(_):
+        flat = allowed().reshape(batch, nb * c)
+        first = jnp.argmax(flat, axis=1).astype(jnp.int32)
+        return jnp.where(finite, found, jnp.where(jnp.any(flat, axis=1), first, -1))
+
+    return jax.lax.cond(jnp.all(finite), lambda _: found, first_allowed, None)
 
 
 def _order_key(x):
@@ -195,11 +220,13 @@ def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_boun
     """Tokens ``int32 [B]`` for masked blocks ``xb [B, nb, C]``; see the module docstring."""
     batch, nb, c = xb.shape
     block_max = jnp.max(xb, axis=2)
-    row_max = jnp.max(block_max, axis=1)
+    # The barrier keeps XLA from fusing the reduction with its [B, V] broadcast (which the
+    # CPU backend would then materialise).
+    row_max = jax.lax.optimization_barrier(jnp.max(block_max, axis=1))
     sampling = temperature > 0
 
     def greedy_tokens(_):
-        return _first_max(xb, allowed, row_max)
+        return _first_max(xb, allowed, block_max, row_max)
 
     any_greedy = jnp.any(~sampling)
     greedy = jax.lax.cond(any_greedy, greedy_tokens, lambda _: jnp.full((batch,), -1, jnp.int32), None)
@@ -281,7 +308,8 @@ def _sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained,
 @jax.jit
 def _greedy(logits, bitmask, constrained):
     xb, allowed = _masked_blocks(logits, bitmask, constrained)
-    return _first_max(xb, allowed, jnp.max(xb, axis=(1, 2)))
+    block_max = jnp.max(xb, axis=2)
+    return _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1))
 
 
 # ----------------------------------------------------------------------------- explicit probs
@@ -300,7 +328,7 @@ def _truncated_probs(x, allowed, temperature, top_k, top_p, min_p):
     xm = jnp.where(allowed & ~jnp.isnan(x), x, _F32(_NEG_INF))
     row_max = jnp.max(xm, axis=1)
     iota = jax.lax.broadcasted_iota(jnp.int32, (rows, vocab), 1)
-    greedy = _first_max(xm[:, None, :], allowed[:, None, :], row_max)
+    greedy = _first_max(xm[:, None, :], lambda: allowed[:, None, :], row_max[:, None], row_max)
     one_hot = (iota == greedy[:, None]).astype(_F32)
     sampling = temperature > 0
     inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
