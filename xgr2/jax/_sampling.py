@@ -1,64 +1,407 @@
-"""Constrained token sampling on device (pure JAX)."""
+"""Fused masked sampling on device (pure JAX): exact, sorting-free, one uniform per row.
+
+How a row is sampled (all in float32, logits read a few times, never sorted):
+
+1. Mask: disallowed tokens and NaN logits become ``-inf``. The row is viewed as ``nb`` blocks
+   of ``C`` tokens (``[B, nb, C]``, a free reshape when ``C`` divides ``V``).
+2. One pass: the block maxima, hence the row maximum ``M`` (greedy rows stop here, plus one
+   pass for the index of the first maximal allowed token).
+3. top-k (if any): the k-th largest value ``tau_k``, found among the tokens of the ``K``
+   blocks with the largest maxima (``K >= k``; exact, see :func:`_kth_largest_blocks`), or
+   by bisection on the float bit patterns when ``k`` is traced and has no static bound.
+4. One pass: per-block masses of ``w = exp((x - M) / T)`` over the kept tokens
+   (``x >= tau_k`` and ``w >= min_p``). One uniform ``u`` per row picks a block by the
+   inverse CDF of the block masses, then a token inside that block (only ``C`` values
+   re-read).
+5. top-p (if any): rejection with a rising pivot, exact. The drawn token ``t`` is in the
+   top-p set iff the mass strictly above its logit is ``< top_p * Z``; that mass is the
+   total of the next pass's block masses restricted to ``x > x_t``, which also serve to
+   draw the next candidate if ``t`` is rejected. Conditioned on acceptance, the draw is
+   distributed as the truncated distribution, so the result is exact; a typical row needs
+   one to a few extra passes.
+
+Truncation order and ties: top-k, then top-p on the top-k-renormalised distribution, then
+min-p (relative to the most likely token). Ties at a threshold are all kept (top-k may then
+keep more than ``k`` tokens, never fewer).
+"""
 
 from __future__ import annotations
 
 import functools
 import operator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 
-__all__ = ["sample"]
+__all__ = ["greedy", "sample"]
+
+_F32 = jnp.float32
+_NEG_INF = float("-inf")
+# Bound on top-p rejection rounds. Each round strictly raises the pivot, so a round count
+# past a few dozen needs adversarial logits; past the bound the last candidate is returned.
+_MAX_TOP_P_ROUNDS = 128
+# Smallest static bound for a per-row top-k array, so that decode steps with varying k share
+# one compilation.
+_MIN_K_BOUND = 64
 
 
-def _pick(rows: jax.Array, columns: jax.Array) -> jax.Array:
-    """``rows[b, columns[b]]`` for each row ``b``."""
-    return jnp.take_along_axis(rows, columns[:, None], axis=-1)[:, 0]
+# ----------------------------------------------------------------------------- helpers
 
 
-@functools.partial(jax.jit, static_argnames="top_k")
-def _sample(key, logits, bitmask, temperature, top_p, *, top_k):
+def _block_size(vocab: int) -> int:
+    """Tokens per block: 128 when it divides ``V`` (common vocabularies), else 128 + padding."""
+    for c in (128, 256, 64):
+        if vocab % c == 0:
+            return c
+    return 128
+
+
+_LANE_BITS = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32)).view(np.int32)
+
+
+def _masked_blocks(logits, bitmask, constrained):
+    """float32 ``[B, nb, C]`` logits with disallowed / NaN / padding entries at ``-inf``.
+
+    Also returns a function giving the bool ``allowed [B, nb, C]`` (padding False), which
+    recomputes it where needed (a rare fallback) instead of materialising it.
+    When ``V`` is a multiple of 32 the bits are tested word by word against constant lane
+    masks (no per-element shifts, no index arithmetic), which XLA fuses into each pass.
+    """
     batch, vocab = logits.shape
-    allowed = jnp.broadcast_to(_unpack(bitmask, vocab), (batch, vocab))
-    x = logits.astype(jnp.float32)
-    neg_inf = jnp.float32(-jnp.inf)
+    c = _block_size(vocab)
+    nb = -(-vocab // c)
+    pad = ((0, 0), (0, nb * c - vocab))
 
-    # Greedy; if the best allowed logit is -inf (argmax then falls on index 0), take the
-    # first allowed token instead so that a disallowed token can never come out.
-    greedy = jnp.argmax(jnp.where(allowed, x, neg_inf), axis=-1).astype(jnp.int32)
-    first_allowed = jnp.argmax(allowed, axis=-1).astype(jnp.int32)
-    greedy = jnp.where(_pick(allowed, greedy), greedy, first_allowed)
+    def allowed_of():
+        if vocab % 32 == 0:
+            words = vocab // 32
+            mask = jnp.broadcast_to(bitmask[..., :words], (batch, words))
+            allowed = (mask[:, :, None] & jnp.asarray(_LANE_BITS)[None, None, :]) != 0
+            allowed = allowed.reshape(batch, vocab)
+        else:
+            allowed = jnp.broadcast_to(_unpack(bitmask, vocab), (batch, vocab))
+        if constrained is not None:
+            allowed = allowed | ~constrained[:, None]
+        return allowed
 
-    temp = temperature[:, None]
-    # Mask after scaling: -inf / inf would be NaN, which argmax would pick.
-    scaled = jnp.where(allowed, x / jnp.where(temp > 0, temp, jnp.float32(1)), neg_inf)
-    index = None
-    if top_k is not None:  # candidates: the k best, sorted descending; no full sort
-        scaled, index = jax.lax.top_k(scaled, min(top_k, vocab))
-    elif top_p is not None:  # top-p alone needs the whole vocabulary sorted
-        index = jnp.argsort(scaled, axis=-1, descending=True).astype(jnp.int32)
-        scaled = jnp.take_along_axis(scaled, index, axis=-1)
+    def blocks(a, fill):
+        return (jnp.pad(a, pad, constant_values=fill) if nb * c != vocab else a).reshape(batch, nb, c)
+
+    x = logits.astype(_F32)
+    xm = jnp.where(allowed_of() & ~jnp.isnan(x), x, _F32(_NEG_INF))
+    return blocks(xm, _NEG_INF), lambda: blocks(allowed_of(), False)
+
+
+def _first_max(xb, allowed, block_max, row_max):
+    """Index of the first allowed token whose masked logit equals ``row_max``, else -1.
+
+    No second pass over the row: the first block whose maximum is ``row_max`` is found on
+    the block maxima, then searched alone. With every allowed logit ``-inf`` (or NaN) the
+    answer is the first allowed token (a full pass, only when some row needs it); with no
+    allowed token, -1.
+    """
+    batch, nb, c = xb.shape
+    finite = row_max > _NEG_INF
+    block = jnp.argmax(block_max == row_max[:, None], axis=1).astype(jnp.int32)
+    values = jnp.take_along_axis(xb, block[:, None, None], axis=1)[:, 0]
+    inner = jnp.argmax(values == row_max[:, None], axis=1).astype(jnp.int32)
+    found = jnp.where(finite, block * c + inner, -1)
+
+    def first_allowed(_):
+        flat = allowed().reshape(batch, nb * c)
+        first = jnp.argmax(flat, axis=1).astype(jnp.int32)
+        return jnp.where(finite, found, jnp.where(jnp.any(flat, axis=1), first, -1))
+
+    return jax.lax.cond(jnp.all(finite), lambda _: found, first_allowed, None)
+
+
+def _order_key(x):
+    """uint32 key with the order of float32 ``x`` (no NaN): ``a < b`` iff ``key(a) < key(b)``."""
+    b = jax.lax.bitcast_convert_type(x, jnp.uint32)
+    return jnp.where(b >> 31 == 1, ~b, b | jnp.uint32(0x80000000))
+
+
+def _from_order_key(k):
+    """Inverse of :func:`_order_key`."""
+    b = jnp.where(k >> 31 == 1, k & jnp.uint32(0x7FFFFFFF), ~k)
+    return jax.lax.bitcast_convert_type(b, _F32)
+
+
+def _threshold_by_bisection(x, weights, target):
+    """Largest value ``v`` among ``x`` with ``sum(weights[x >= v]) >= target``, per row.
+
+    Exact: bisection on the 32-bit order key (32 passes of compare-and-add). ``x`` float32
+    ``[R, ...]`` without NaN; ``weights`` like ``x`` (or a scalar); ``target`` ``[R]`` with
+    ``0 < target <= sum(weights)``. Used for a traced per-row top-k without a static bound
+    and for explicit truncated probabilities (:func:`_truncated_probs`).
+    """
+    keys = _order_key(x)
+    axes = tuple(range(1, x.ndim))
+    shape = (-1,) + (1,) * (x.ndim - 1)
+    weights = jnp.broadcast_to(jnp.asarray(weights, _F32), x.shape)
+
+    def body(_, bounds):
+        lo, hi = bounds
+        mid = hi - (hi - lo) // jnp.uint32(2)
+        mass = jnp.sum(jnp.where(keys >= mid.reshape(shape), weights, _F32(0)), axis=axes)
+        ok = mass >= target
+        return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid - jnp.uint32(1))
+
+    rows = x.shape[0]
+    lo = jnp.zeros((rows,), jnp.uint32)
+    hi = jnp.full((rows,), 0xFFFFFFFF, jnp.uint32)
+    lo, _ = jax.lax.fori_loop(0, 32, body, (lo, hi))
+    return _from_order_key(lo)
+
+
+def _kth_largest_blocks(xb, block_max, top_k, bound: int):
+    """The ``top_k``-th largest value per row (``-inf`` where fewer tokens), for ``top_k <= bound``.
+
+    Exact without a full sort: let ``mu`` be the ``bound``-th largest block maximum. The
+    ``bound`` blocks with the largest maxima each hold a value ``>= mu``, so the k-th largest
+    value ``tau >= mu`` for every ``k <= bound``; every value ``> tau`` lies in a block whose
+    maximum is ``> mu``, hence among those blocks, and they hold at least ``k`` values
+    ``>= tau``. So the k-th largest of their tokens is ``tau``.
+    """
+    batch, nb, c = xb.shape
+    if bound >= nb or bound * c >= nb * c // 2:  # few blocks: select on the whole row
+        values = jax.lax.top_k(xb.reshape(batch, nb * c), min(bound, nb * c))[0]
+    else:
+        _, blocks = jax.lax.top_k(block_max, bound)
+        cand = jnp.take_along_axis(xb, blocks[:, :, None], axis=1)
+        values = jax.lax.top_k(cand.reshape(batch, bound * c), bound)[0]
+    k = jnp.clip(top_k, 1, values.shape[1]) - 1
+    return jnp.take_along_axis(values, k[:, None], axis=1)[:, 0]
+
+
+def _scaled(xb, row_max, inv_temp):
+    """``(x - M) / T`` as float32, with the limits: a ``+inf`` maximum keeps only the ``+inf``
+    tokens (at 0), a ``-inf`` maximum (no finite allowed logit) keeps nothing."""
+    m = row_max[:, None, None]
+    z = (xb - m) * inv_temp[:, None, None]
+    z = jnp.where(m == np.inf, jnp.where(xb == np.inf, _F32(0), _F32(_NEG_INF)), z)
+    return jnp.where(m == _NEG_INF, _F32(_NEG_INF), z)
+
+
+def _draw(u, block_mass, xb, weight_of):
+    """Inverse-CDF draw: one uniform ``u [B]`` picks a block, then a token inside it.
+
+    ``block_mass [B, nb]`` are the block sums of ``weight_of(xb)``; ``weight_of`` is
+    recomputed on the chosen block only. Rounding can never pick a zero-weight token: if
+    the target falls past the last positive weight, the last positive one is taken.
+    """
+    batch, nb, c = xb.shape
+
+    def pick(cum, weight, target):
+        n = weight.shape[1]
+        positive = weight > 0
+        last = n - 1 - jnp.argmax(positive[:, ::-1], axis=1)
+        over = (cum > target[:, None]) & positive
+        return jnp.where(jnp.any(over, axis=1), jnp.argmax(over, axis=1), last).astype(jnp.int32)
+
+    cum = jnp.cumsum(block_mass, axis=1)
+    target = u * cum[:, -1]
+    block = pick(cum, block_mass, target)
+    before = jnp.take_along_axis(cum - block_mass, block[:, None], axis=1)[:, 0]
+    values = jnp.take_along_axis(xb, block[:, None, None], axis=1)  # [B, 1, C]
+    weight = weight_of(values, block)[:, 0]
+    inner = pick(jnp.cumsum(weight, axis=1), weight, target - before)
+    return block * c + inner
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_bound):
+    """Tokens ``int32 [B]`` for masked blocks ``xb [B, nb, C]``; see the module docstring."""
+    batch, nb, c = xb.shape
+    block_max = jnp.max(xb, axis=2)
+    # The barrier keeps XLA from fusing the reduction with its [B, V] broadcast (which the
+    # CPU backend would then materialise).
+    row_max = jax.lax.optimization_barrier(jnp.max(block_max, axis=1))
+    sampling = temperature > 0
+
+    def greedy_tokens(_):
+        return _first_max(xb, allowed, block_max, row_max)
+
+    any_greedy = jnp.any(~sampling)
+    greedy = jax.lax.cond(any_greedy, greedy_tokens, lambda _: jnp.full((batch,), -1, jnp.int32), None)
+
+    def sampled_tokens(_):
+        inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
+        tau = jnp.full((batch,), _NEG_INF, _F32)
+        if top_k is not None:
+            active = top_k >= 1
+            if k_bound is None:
+                kk = jnp.clip(top_k, 1, nb * c).astype(_F32)
+                tau_k = _threshold_by_bisection(xb, _F32(1), kk)
+            else:
+                tau_k = _kth_largest_blocks(xb, block_max, top_k, k_bound)
+            tau = jnp.where(active, tau_k, tau)
+        log_min_p = jnp.full((batch,), _NEG_INF, _F32)
+        if min_p is not None:
+            log_min_p = jnp.where(min_p > 0, jnp.log(jnp.minimum(min_p, _F32(1))), _F32(_NEG_INF))
+
+        def weight_of(values, block=None, low=None):
+            z = _scaled(values, row_max, inv_temp)
+            keep = (values >= tau[:, None, None]) & (z >= log_min_p[:, None, None])
+            if low is not None:
+                keep &= values > low[:, None, None]
+            return jnp.where(keep, jnp.exp(z), _F32(0))
+
+        weights = weight_of(xb)
+        block_mass = jnp.sum(weights, axis=2)
+        total = jnp.sum(block_mass, axis=1)
+        flat = xb.reshape(batch, nb * c)
+        tokens = _draw(jax.random.uniform(key, (batch,), _F32), block_mass, xb, weight_of)
+        if top_p is not None:
+            active = top_p < 1
+            top_k_mass = total  # top-p applies before min-p: its mass ignores the min-p cut
+            if min_p is not None:
+                z = _scaled(xb, row_max, inv_temp)
+                top_k_mass = jnp.sum(jnp.where(xb >= tau[:, None, None], jnp.exp(z), _F32(0)), axis=(1, 2))
+            goal = jnp.maximum(top_p, _F32(1e-30)) * top_k_mass
+
+            def cond(state):
+                rounds, _, _, done = state
+                return (rounds < _MAX_TOP_P_ROUNDS) & ~jnp.all(done)
+
+            def body(state):
+                rounds, tok, low, done = state
+                above = jnp.where(xb > low[:, None, None], weights, _F32(0))
+                above_mass = jnp.sum(above, axis=2)
+                done = done | (jnp.sum(above_mass, axis=1) < goal)
+                u = jax.random.uniform(jax.random.fold_in(key, rounds), (batch,), _F32)
+                new = _draw(u, above_mass, xb, lambda v, b: weight_of(v, b, low))
+                tok = jnp.where(done, tok, new)
+                low = jnp.take_along_axis(flat, tok[:, None], axis=1)[:, 0]
+                return rounds + 1, tok, low, done
+
+            low = jnp.take_along_axis(flat, tokens[:, None], axis=1)[:, 0]
+            done0 = ~active | ~(total > 0)
+            state = (jnp.int32(1), tokens, low, done0)
+            tokens = jax.lax.while_loop(cond, body, state)[1]
+        return jnp.where(total > 0, tokens, -1)
+
+    sampled = jax.lax.cond(
+        jnp.any(sampling), sampled_tokens, lambda _: jnp.full((batch,), -1, jnp.int32), None
+    )
+    # A sampling row with no finite allowed logit falls back to the greedy choice.
+    fallback = jax.lax.cond(
+        jnp.any(sampling & (sampled < 0)), greedy_tokens, lambda _: greedy, None
+    )
+    return jnp.where(sampling & (sampled >= 0), sampled, fallback)
+
+
+@functools.partial(jax.jit, static_argnames=("k_bound", "has_k"))
+def _sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained, *, k_bound, has_k):
+    xb, allowed = _masked_blocks(logits, bitmask, constrained)
+    return _sample_blocks(
+        key, xb, allowed, temperature, top_k if has_k else None, top_p, min_p, k_bound=k_bound
+    )
+
+
+@jax.jit
+def _greedy(logits, bitmask, constrained):
+    xb, allowed = _masked_blocks(logits, bitmask, constrained)
+    block_max = jnp.max(xb, axis=2)
+    return _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1))
+
+
+# ----------------------------------------------------------------------------- explicit probs
+
+
+def _truncated_probs(x, allowed, temperature, top_k, top_p, min_p):
+    """Explicit masked/tempered/truncated probabilities ``float32 [R, V]`` (rows sum to 1).
+
+    ``x`` float ``[R, V]``, ``allowed`` bool ``[R, V]``; parameters ``[R]`` arrays or None
+    (same conventions as :func:`sample`). Rows with ``temperature <= 0`` or no finite allowed
+    logit are one-hot on the greedy token; rows with no allowed token are all zero. Exact
+    thresholds by bisection (32 passes each), for draft-tree verification.
+    """
+    rows, vocab = x.shape
+    x = x.astype(_F32)
+    xm = jnp.where(allowed & ~jnp.isnan(x), x, _F32(_NEG_INF))
+    row_max = jnp.max(xm, axis=1)
+    iota = jax.lax.broadcasted_iota(jnp.int32, (rows, vocab), 1)
+    greedy = _first_max(xm[:, None, :], lambda: allowed[:, None, :], row_max[:, None], row_max)
+    one_hot = (iota == greedy[:, None]).astype(_F32)
+    sampling = temperature > 0
+    inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
+    z = _scaled(xm[:, None, :], row_max, inv_temp)[:, 0]
+    w = jnp.exp(z)
+    if top_k is not None:
+        kk = jnp.clip(top_k, 1, vocab).astype(_F32)
+        tau_k = _threshold_by_bisection(xm, _F32(1), kk)
+        w = jnp.where((top_k < 1)[:, None] | (xm >= tau_k[:, None]), w, _F32(0))
     if top_p is not None:
-        probs = jax.nn.softmax(scaled, axis=-1)
-        mass_before = jnp.cumsum(probs, axis=-1) - probs  # exclusive prefix sum
-        first = jax.lax.broadcasted_iota(jnp.int32, scaled.shape, 1) == 0
-        scaled = jnp.where((mass_before < top_p[:, None]) | first, scaled, neg_inf)
-    choice = jax.random.categorical(key, scaled, axis=-1).astype(jnp.int32)
-    sampled = choice if index is None else _pick(index, choice)
-    sampled = jnp.where(_pick(allowed, sampled), sampled, greedy)  # guard (NaN/inf logits)
+        total = jnp.sum(w, axis=1)
+        goal = jnp.maximum(top_p, _F32(1e-30)) * total
+        tau_p = _threshold_by_bisection(xm, w, jnp.where(total > 0, goal, _F32(1)))
+        w = jnp.where((top_p >= 1)[:, None] | (xm >= tau_p[:, None]), w, _F32(0))
+    if min_p is not None:
+        log_min_p = jnp.where(min_p > 0, jnp.log(jnp.minimum(min_p, _F32(1))), _F32(_NEG_INF))
+        w = jnp.where(z >= log_min_p[:, None], w, _F32(0))
+    total = jnp.sum(w, axis=1, keepdims=True)
+    probs = w / jnp.where(total > 0, total, _F32(1))
+    use_probs = sampling[:, None] & (total > 0)
+    return jnp.where(use_probs, probs, one_hot)
 
-    tokens = jnp.where(temperature > 0, sampled, greedy)
-    return jnp.where(jnp.any(allowed, axis=-1), tokens, jnp.int32(-1))
+
+# ----------------------------------------------------------------------------- public API
 
 
-def _per_row(value, batch: int, name: str) -> jax.Array:
-    """A python float or array of shape ``[]``/``[B]`` as float32 ``[B]``."""
-    value = jnp.asarray(value, dtype=jnp.float32)
+def _per_row(value, batch: int, name: str, dtype=jnp.float32) -> jax.Array:
+    """A python number or array of shape ``[]``/``[B]`` as ``dtype [B]``."""
+    value = jnp.asarray(value, dtype=dtype)
     if value.shape not in ((), (batch,)):
         raise ValueError(f"{name} must be a scalar or have shape ({batch},), got {value.shape}")
     return jnp.broadcast_to(value, (batch,))
+
+
+def _top_k_args(top_k: Any, batch: int) -> tuple[jax.Array | None, int | None, bool]:
+    """``(top_k int32 [B] or None, static bound or None, has_k)``.
+
+    A python int is its own bound. A concrete array gets its maximum rounded up to a power
+    of two, at least ``_MIN_K_BOUND`` (one compilation for usual values); a traced array has
+    no bound (bisection).
+    """
+    if top_k is None:
+        return None, None, False
+    if isinstance(top_k, (int, np.integer)):
+        top_k = operator.index(top_k)
+        if top_k < 1:
+            raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
+        return jnp.full((batch,), top_k, jnp.int32), top_k, True
+    array = _per_row(top_k, batch, "top_k", jnp.int32)
+    if isinstance(top_k, jax.core.Tracer):
+        return array, None, True
+    bound = max(int(np.max(np.asarray(top_k))), _MIN_K_BOUND)
+    return array, 1 << (bound - 1).bit_length(), True
+
+
+def _prepare(logits, bitmask, name: str = "logits"):
+    lshape, mshape = _check_logits_and_bitmask(logits, bitmask)
+    if len(lshape) > 2 or len(mshape) > 2:
+        raise ValueError(
+            f"expected logits [B, V] or [V] and bitmask [B, W] or [W], "
+            f"got logits shape {lshape} and bitmask shape {mshape}"
+        )
+    logits, bitmask = jnp.asarray(logits), jnp.asarray(bitmask)
+    single = logits.ndim == 1
+    if single:
+        logits = logits[None]
+    return logits, bitmask, single
+
+
+def _constrained(constrained, batch: int):
+    if constrained is None:
+        return None
+    return _per_row(constrained, batch, "constrained", jnp.bool_)
 
 
 def sample(
@@ -67,33 +410,42 @@ def sample(
     bitmask: jax.Array,
     *,
     temperature: float | jax.Array = 1.0,
-    top_k: int | None = None,
+    top_k: int | jax.Array | None = None,
     top_p: float | jax.Array | None = None,
+    min_p: float | jax.Array | None = None,
+    constrained: bool | jax.Array | None = None,
 ) -> jax.Array:
-    """Samples one token per row among the tokens allowed by ``bitmask``.
+    """Samples one token per row exactly from the masked, tempered, truncated distribution.
 
-    Computes in float32. ``temperature`` and ``top_p`` are traced, so new values (python
-    floats or per-row arrays) reuse the compiled function; ``top_k`` is static. Without
-    ``top_p`` nothing is sorted (``top_k`` uses a partial selection); ``top_p`` sorts the
-    candidates (the whole vocabulary when ``top_k`` is ``None``).
+    Fused and sorting-free (see the module docstring and ``docs/jax.md``): one uniform per
+    row, a few passes over the logits, no ``[B, V]`` random numbers. Computes in float32.
+    ``temperature``, ``top_p``, ``min_p``, ``constrained`` and array ``top_k`` values are
+    traced (new values reuse the compilation); a python-int ``top_k`` is static.
 
     Args:
       key: a ``jax.random`` key, shared by the batch.
       logits: float ``[B, V]``, or ``[V]`` for a single row.
-      bitmask: int32 ``[B, W]`` (or ``[W]``, broadcast to every row) with ``W * 32 >= V``.
-      temperature: scalar or ``[B]``. Rows with ``temperature <= 0`` are greedy (argmax of
-        the allowed logits); others sample from ``softmax(logits / temperature)``.
-      top_k: if set, sample only among the ``top_k`` highest allowed logits.
-      top_p: scalar or ``[B]`` in ``(0, 1]``; if set, sample only among the smallest set of
-        highest-probability allowed tokens whose mass reaches ``top_p`` (at least one).
+      bitmask: int32 ``[B, W]`` (or ``[W]``, broadcast to every row), ``W * 32 >= V``;
+        token ``t`` is bit ``t % 32`` of word ``t // 32``, 1 = allowed.
+      temperature: scalar or ``[B]``. Rows with ``temperature <= 0`` are greedy (the
+        masked argmax, the first one on ties); others sample ``softmax(logits / T)``.
+      top_k: int or int ``[B]``: keep the ``k`` largest allowed logits (ties at the k-th
+        value all kept); array entries ``< 1`` disable top-k for their row.
+      top_p: scalar or ``[B]`` in ``(0, 1]``: then keep the smallest set of most likely
+        tokens whose mass (after top-k) reaches ``top_p``; ``>= 1`` disables it.
+      min_p: scalar or ``[B]``: then keep tokens with probability ``>= min_p`` times the
+        largest; ``<= 0`` disables it.
+      constrained: bool scalar or ``[B]``; ``False`` rows ignore the bitmask.
 
     Returns:
       int32 ``[B]`` token ids (a scalar for ``[V]`` logits). Every id is an allowed token;
-      rows with no allowed token give ``-1``.
+      rows with no allowed token give ``-1``. NaN logits count as ``-inf``; if some allowed
+      logit is ``+inf`` the row samples uniformly among those; if every allowed logit is
+      ``-inf`` (or NaN) the row gives its first allowed token.
 
     Raises:
       TypeError: if ``bitmask`` is not int32 or ``logits`` is not floating point.
-      ValueError: on mismatched shapes or a ``top_k`` below 1.
+      ValueError: on mismatched shapes or an int ``top_k`` below 1.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -104,23 +456,43 @@ def sample(
       Array([ 2, -1], dtype=int32)
       >>> int(sample(jax.random.key(1), logits[0], bitmask[0], top_k=1))
       2
+      >>> int(sample(jax.random.key(2), logits[0], bitmask[0], top_p=0.5, min_p=0.1))
+      2
     """
-    lshape, mshape = _check_logits_and_bitmask(logits, bitmask)
-    if len(lshape) > 2 or len(mshape) > 2:
-        raise ValueError(
-            f"expected logits [B, V] or [V] and bitmask [B, W] or [W], "
-            f"got logits shape {lshape} and bitmask shape {mshape}"
-        )
-    if top_k is not None:
-        top_k = operator.index(top_k)
-        if top_k < 1:
-            raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-    logits, bitmask = jnp.asarray(logits), jnp.asarray(bitmask)
-    single = logits.ndim == 1
-    if single:
-        logits = logits[None]
+    logits, bitmask, single = _prepare(logits, bitmask)
     batch = logits.shape[0]
     temperature = _per_row(temperature, batch, "temperature")
+    k, k_bound, has_k = _top_k_args(top_k, batch)
     top_p = None if top_p is None else _per_row(top_p, batch, "top_p")
-    tokens = _sample(key, logits, bitmask, temperature, top_p, top_k=top_k)
+    min_p = None if min_p is None else _per_row(min_p, batch, "min_p")
+    constrained = _constrained(constrained, batch)
+    tokens = _sample(
+        key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound, has_k=has_k
+    )
+    return tokens[0] if single else tokens
+
+
+def greedy(
+    logits: jax.Array, bitmask: jax.Array, *, constrained: bool | jax.Array | None = None
+) -> jax.Array:
+    """The masked argmax per row: two passes over the logits, no sampling work.
+
+    Args:
+      logits: float ``[B, V]`` or ``[V]``.
+      bitmask: int32 ``[B, W]`` or ``[W]`` with ``W * 32 >= V``.
+      constrained: optional bool scalar or ``[B]``; ``False`` rows ignore the bitmask.
+
+    Returns:
+      int32 ``[B]`` (or a scalar): the first allowed token with the largest logit (NaN
+      counts as ``-inf``); the first allowed token if all are ``-inf``; ``-1`` if none is
+      allowed.
+
+    Example:
+      >>> import jax.numpy as jnp
+      >>> from xgr2.jax import greedy
+      >>> greedy(jnp.array([[3.0, 1.0, 2.0]]), jnp.array([[0b110]], dtype=jnp.int32))
+      Array([2], dtype=int32)
+    """
+    logits, bitmask, single = _prepare(logits, bitmask)
+    tokens = _greedy(logits, bitmask, _constrained(constrained, logits.shape[0]))
     return tokens[0] if single else tokens

@@ -1,0 +1,200 @@
+"""Device-side verification of a draft tree against target logits under a grammar mask."""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xgr2.jax._masking import _check_bitmask, _unpack
+from xgr2.jax._sampling import _F32, _greedy, _per_row, _truncated_probs
+from xgr2.jax._tree import DraftTree
+
+__all__ = ["VerifyResult", "verify_tree"]
+
+
+class VerifyResult(NamedTuple):
+    """What :func:`verify_tree` accepted, per row.
+
+    Attributes:
+      accept_len: int32 ``[B]``: number of accepted draft tokens (the root not counted).
+      last_node: int32 ``[B]``: the deepest accepted node (0, the root, if none).
+      accepted_nodes: int32 ``[B, D]``: the accepted path ``0, n1, ..., last_node``, padded
+        with ``-1``; ``D = max_depth + 1``.
+      bonus_token: int32 ``[B]``: the token sampled (or argmax) after ``last_node``; ``-1``
+        if the grammar allows nothing there.
+    """
+
+    accept_len: jax.Array
+    last_node: jax.Array
+    accepted_nodes: jax.Array
+    bonus_token: jax.Array
+
+
+def _pick(a, index):
+    """``a[b, index[b]]`` for ``a [B, N, ...]``."""
+    index = index.reshape(index.shape + (1,) * (a.ndim - 1))
+    return jnp.take_along_axis(a, index, axis=1)[:, 0]
+
+
+def _draw_explicit(u, probs):
+    """One token per row from explicit probabilities ``[B, V]`` by inverse CDF; -1 if all 0."""
+    cum = jnp.cumsum(probs, axis=1)
+    positive = probs > 0
+    vocab = probs.shape[1]
+    last = vocab - 1 - jnp.argmax(positive[:, ::-1], axis=1)
+    over = (cum > (u * cum[:, -1])[:, None]) & positive
+    token = jnp.where(jnp.any(over, axis=1), jnp.argmax(over, axis=1), last).astype(jnp.int32)
+    return jnp.where(jnp.any(positive, axis=1), token, -1)
+
+
+@functools.partial(jax.jit, static_argnames=("method", "depth", "has_q", "has_k", "has_p"))
+def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperature, top_k, top_p,
+            *, method, depth, has_q, has_k, has_p):
+    batch, n, vocab = logits.shape
+    node = jax.lax.broadcasted_iota(jnp.int32, (batch, n), 1)
+    rows = logits.reshape(batch * n, vocab)
+    masks = jnp.broadcast_to(bitmask, (batch, n, bitmask.shape[-1])).reshape(batch * n, -1)
+    path0 = jnp.full((batch, depth), -1, jnp.int32).at[:, 0].set(0)
+    zero = jnp.zeros((batch,), jnp.int32)
+
+    if method == "greedy":
+        best = _greedy(rows, masks, None).reshape(batch, n)
+
+        def step(_, state):
+            cur, length, path, done = state
+            match = (parents == cur[:, None]) & valid & (tokens == _pick(best, cur)[:, None]) & (node > 0)
+            take = jnp.any(match, axis=1) & ~done
+            child = jnp.argmax(match, axis=1).astype(jnp.int32)
+            slot = jnp.minimum(length + 1, depth - 1)
+            path = path.at[jnp.arange(batch), slot].set(jnp.where(take, child, _pick(path, slot)))
+            return jnp.where(take, child, cur), length + take.astype(jnp.int32), path, done | ~take
+
+        cur, length, path, _ = jax.lax.fori_loop(0, depth - 1, step, (zero, zero, path0, zero > 0))
+        return VerifyResult(length, cur, path, _pick(best, cur))
+
+    repeat = lambda v: None if v is None else jnp.repeat(v, n)  # noqa: E731
+    allowed = _unpack(masks, vocab)
+    probs = _truncated_probs(
+        rows, allowed, repeat(temperature), repeat(top_k) if has_k else None,
+        repeat(top_p) if has_p else None, None,
+    ).reshape(batch, n, vocab)
+
+    def step(i, state):
+        cur, tried, length, path, resid, done = state
+        cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
+        has = jnp.any(cand, axis=1)
+        child = jnp.argmax(cand, axis=1).astype(jnp.int32)
+        token = _pick(tokens, child)
+        q_row = _pick(draft_probs, cur) if has_q else jax.nn.one_hot(token, vocab, dtype=_F32)
+        p_t = jnp.take_along_axis(resid, token[:, None], 1)[:, 0]
+        q_t = jnp.take_along_axis(q_row, token[:, None], 1)[:, 0]
+        u = jax.random.uniform(jax.random.fold_in(key, i), (batch,), _F32)
+        live = has & ~done
+        accept = live & (u * q_t < p_t)
+        reject = live & ~accept
+        residual = jnp.maximum(resid - q_row, 0)
+        mass = jnp.sum(residual, axis=1, keepdims=True)
+        residual = jnp.where(mass > 0, residual / jnp.where(mass > 0, mass, 1), resid)
+        resid = jnp.where(accept[:, None], _pick(probs, child), jnp.where(reject[:, None], residual, resid))
+        slot = jnp.minimum(length + 1, depth - 1)
+        path = path.at[jnp.arange(batch), slot].set(jnp.where(accept, child, _pick(path, slot)))
+        return (
+            jnp.where(accept, child, cur), jnp.where(live, child, tried), length + accept.astype(jnp.int32), path, resid,
+            done | (~has & ~done),
+        )
+
+    state = (zero, zero, zero, path0, probs[:, 0], zero > 0)
+    cur, _, length, path, resid, _ = jax.lax.fori_loop(0, n, step, state)
+    bonus = _draw_explicit(jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32), resid)
+    return VerifyResult(length, cur, path, bonus)
+
+
+def verify_tree(
+    key: jax.Array,
+    target_logits: jax.Array,
+    tree_bitmask: jax.Array,
+    tree: DraftTree,
+    *,
+    method: str = "greedy",
+    draft_probs: jax.Array | None = None,
+    temperature: float | jax.Array = 1.0,
+    top_k: int | jax.Array | None = None,
+    top_p: float | jax.Array | None = None,
+    max_depth: int | None = None,
+) -> VerifyResult:
+    """Verifies a batch of draft trees under the grammar masks, on device.
+
+    Node ``i``'s logits predict ``i``'s children; ``tree_bitmask[b, i]`` holds the tokens the
+    grammar allows after the path root -> ``i`` (all zeros for inadmissible nodes).
+
+    ``method="greedy"``: from the root, accept the child (first in node order) whose token is
+    the masked argmax of the current node; the bonus token is the masked argmax at the last
+    accepted node. ``method="speculative"``: multi-branch rejection sampling (SpecInfer /
+    EAGLE): at a node, children are tried in node order; child ``c`` is accepted with
+    probability ``min(1, p(c) / q(c))``, where ``p`` is the masked, tempered, truncated target
+    distribution; on rejection ``p <- normalise(max(p - q, 0))`` and the next sibling is tried;
+    if all are rejected (or at a leaf) the bonus token is drawn from ``p``. So the emitted
+    tokens are distributed exactly as token-by-token masked sampling from the target. Without
+    ``draft_probs`` the drafts are taken as deterministic (``q`` one-hot on the drafted token):
+    then the siblings are tried without replacement.
+
+    Args:
+      key: a ``jax.random`` key.
+      target_logits: float ``[B, N, V]``.
+      tree_bitmask: int32 ``[B, N, W]`` with ``W * 32 >= V``.
+      tree: the :class:`DraftTree` (``[B, N]`` arrays).
+      method: ``"greedy"`` or ``"speculative"``.
+      draft_probs: optional float ``[B, N, V]``: the draft distribution at each node (the
+        children of node ``i`` were drawn from ``draft_probs[:, i]``).
+      temperature, top_k, top_p: as in :func:`xgr2.jax.sample`, scalars or ``[B]``
+        (``method="speculative"`` only; ``top_k`` may be an array here).
+      max_depth: static bound on the tree depth, so ``D = max_depth + 1``. If omitted it is
+        read from a concrete ``tree`` (one host sync) or taken as ``N - 1`` under tracing.
+
+    Returns:
+      A :class:`VerifyResult`.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from xgr2.jax import DraftTree, verify_tree
+      >>> tree = DraftTree.from_parents([-1, 0, 1], tokens=[0, 2, 1])
+      >>> logits = jnp.array([[[0., 0., 9.], [0., 9., 0.], [9., 0., 0.]]])
+      >>> mask = jnp.full((1, 3, 1), -1, jnp.int32)
+      >>> r = verify_tree(jax.random.key(0), logits, mask, tree)
+      >>> int(r.accept_len[0]), r.accepted_nodes.tolist(), int(r.bonus_token[0])
+      (2, [[0, 1, 2]], 0)
+    """
+    if method not in ("greedy", "speculative"):
+        raise ValueError(f"method must be 'greedy' or 'speculative', got {method!r}")
+    logits = jnp.asarray(target_logits)
+    if logits.ndim != 3 or not jnp.issubdtype(logits.dtype, jnp.floating):
+        raise ValueError(f"target_logits must be float [B, N, V], got {logits.dtype} {logits.shape}")
+    batch, n, vocab = logits.shape
+    mshape = _check_bitmask(tree_bitmask, vocab, f", target_logits shape {logits.shape}")
+    if tuple(mshape[:-1]) != (batch, n):
+        raise ValueError(f"tree_bitmask must be [B, N, W] = [{batch}, {n}, W], got {mshape}")
+    parents, tokens, valid = (jnp.asarray(a) for a in tree)
+    if parents.shape != (batch, n):
+        raise ValueError(f"tree arrays must be [B, N] = [{batch}, {n}], got {parents.shape}")
+    if max_depth is None:
+        if isinstance(tree.parents, jax.core.Tracer):
+            max_depth = n - 1
+        else:
+            from xgr2.jax._tree import tree_depth
+
+            depth = np.asarray(tree_depth(DraftTree(parents, tokens, valid)))
+            max_depth = int(np.max(np.where(np.asarray(valid), depth, 0)))
+    has_q = draft_probs is not None
+    q = jnp.asarray(draft_probs, _F32) if has_q else None
+    temperature = _per_row(temperature, batch, "temperature")
+    k = None if top_k is None else _per_row(top_k, batch, "top_k", jnp.int32)
+    p = None if top_p is None else _per_row(top_p, batch, "top_p")
+    return _verify(
+        key, logits, jnp.asarray(tree_bitmask), parents.astype(jnp.int32), tokens.astype(jnp.int32),
+        valid.astype(jnp.bool_), q, temperature, k, p,
+        method=method, depth=max_depth + 1, has_q=has_q, has_k=k is not None, has_p=p is not None,
+    )
