@@ -373,6 +373,10 @@ def judge(reply: dict, slow_s: float) -> str | None:
     return None
 
 
+class StopFuzz(BaseException):
+    """Time is up (a BaseException, so that hypothesis stops without shrinking)."""
+
+
 def signature(failure: str) -> str:
     """What makes two failures the same kind: the message without numbers and excerpts."""
     return re.sub(r"\d+", "N", failure.split(" at line")[0].split(": {")[0])[:120]
@@ -401,6 +405,8 @@ def main(argv=None) -> int:
     t_start = time.monotonic()
 
     def check(job):
+        if time.monotonic() > deadline + 60:  # a long batch or shrink: stop here
+            raise StopFuzz
         job = dict(job, seed=stats["inputs"])
         reply = worker.run(job)
         stats["inputs"] += 1
@@ -436,6 +442,8 @@ def main(argv=None) -> int:
 
         try:
             run()
+        except StopFuzz:
+            break
         except Exception as e:  # noqa: BLE001 - shrunk: hypothesis re-raised on the minimal example
             msg = str(e).split("\n")[0]
             kind = msg.split(":")[0]
@@ -448,8 +456,9 @@ def main(argv=None) -> int:
             (out_dir / f"{args.target}-failure-{len(sum(stats['failures'].values(), []))}.json").write_text(
                 json.dumps(stats["failures"][kind][-1], indent=1, default=str))
         elapsed = time.monotonic() - t_start
-        print(f"[{elapsed:6.0f} s] batch {batches}: {stats['inputs']} inputs, outcomes {stats['outcomes']}",
-              flush=True)
+        slowest = stats["slowest"][0] if stats["slowest"] else (0, 0, "", {})
+        print(f"[{elapsed:6.0f} s] batch {batches}: {stats['inputs']} inputs, outcomes {stats['outcomes']};"
+              f" slowest {slowest[0]:.0f} ms / {slowest[1]:.1f} s wall: {str(slowest[2])[:120]!r}", flush=True)
     worker.close()
 
     print(f"\n== fuzz {args.target}: {stats['inputs']} inputs in {(time.monotonic() - t_start) / 60:.1f} min,"
