@@ -284,6 +284,8 @@ def worker_main(engine: str) -> None:
 
     adapter = ADAPTERS[engine](load_tokenizer(), VOCAB_SIZE, STOP_TOKEN_IDS)
     out = np.zeros((1, MASK_WORDS), dtype=np.int32)
+    gc.collect()
+    gc.freeze()  # the tokenizers' many objects: keep them out of every later collection
     print(json.dumps({"ready": True}), flush=True)
     pc = time.perf_counter_ns
     for line in sys.stdin:
