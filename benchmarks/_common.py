@@ -444,9 +444,11 @@ def command_line(script: str, argv) -> str:
     return f"`python benchmarks/{script} {' '.join(argv or sys.argv[1:])}`"
 
 
-def append_results(title: str, script: str, argv, body: list[str]) -> None:
+def append_results(title: str, script: str, argv, body: list[str], at_top: bool = False) -> None:
     """Append a dated `## <date>: <title>` section to RESULTS.md (created if missing):
-    the machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`."""
+    the machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`.
+    With `at_top`, the section goes right after the file's first heading instead (newest
+    numbers first); the text already there is left as it is."""
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     section = [
         f"## {now}: {title}",
@@ -456,6 +458,11 @@ def append_results(title: str, script: str, argv, body: list[str]) -> None:
         *body,
     ]
     old = RESULTS_MD.read_text(encoding="utf-8") if RESULTS_MD.exists() else None
+    if at_top and old and old.startswith("# "):
+        head, _, rest = old.partition("\n")
+        RESULTS_MD.write_text(head + "\n\n" + "\n".join(section) + "\n\n" + rest.lstrip("\n"), encoding="utf-8")
+        print(f"\nadded near the top of {RESULTS_MD}")
+        return
     with RESULTS_MD.open("a", encoding="utf-8") as f:
         if old is None:
             f.write("# Benchmark results\n\n")

@@ -12,10 +12,10 @@ type that contradicts its enum (BFCL has "integer" with ["1", "2"]: the enum is 
 Objects with properties get "additionalProperties": false (no other keys, as in
 xgrammar's strict mode); objects without properties get true (any object). Schemas
 with other BFCL types (Java/JavaScript ones such as "String" or "HashMap") are not
-selected. The same standard schema goes to xgrammar (`compile_json_schema`, a fresh
-compiler with the cache disabled) and llguidance (`grammar_from_json_schema`); xgr2 has
-no JSON-Schema front end yet and gets the EBNF of `schema_ebnf.py` (its conversion time
-counts as xgr2's compile time).
+selected. The same standard schema goes to xgr2 (`Grammar.from_json_schema`, a
+compiler without cache; the conversion counts as compile time), xgrammar
+(`compile_json_schema`, a fresh compiler with the cache disabled) and llguidance
+(`grammar_from_json_schema`).
 
 xgr2 keeps node masks in a cross-grammar cache per tokenizer (shared by every grammar
 compiled in the process, like a server that has seen requests before): the "xgr2" row
@@ -63,7 +63,6 @@ from _common import (
     setup_engines,
     summarize,
 )
-from schema_ebnf import has_type, schema_to_ebnf
 
 ENGINE_NAMES = ["xgr2", "xgrammar", "llguidance", "xgr2-precompute", "xgr2-cold"]
 # BFCL files with Python-typed function definitions, in selection order.
@@ -86,6 +85,17 @@ FEATURES = ["enum", "array", "array of objects", "nested object", "object withou
 # --------------------------------------------------------------------------- schemas
 class Unsupported(Exception):
     pass
+
+
+def has_type(value, t: str) -> bool:
+    """Whether a JSON value (as Python) is an instance of JSON Schema type `t`."""
+    if t == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"object": dict, "array": list, "string": str, "boolean": bool,
+                              "null": type(None)}[t])
 
 
 def normalize(s: dict, features: set, dropped: dict, nested: bool = False) -> dict:
@@ -250,12 +260,6 @@ def main(argv=None) -> int:
           f" (median {int(np.median(n_tokens))}, total {sum(n_tokens)})")
     print("schemas with: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
 
-    convert_ms = []
-    for _, schema, _, _ in cases:
-        t0 = time.perf_counter_ns()
-        schema_to_ebnf(schema)
-        convert_ms.append((time.perf_counter_ns() - t0) / 1e6)
-
     engines, setup_ms = setup_engines(args.engines.split(","), hf_tok)
     if not engines:
         print("no engine available")
@@ -289,8 +293,6 @@ def main(argv=None) -> int:
         if len(runs) > 1 else "Masks not compared (one engine)"
     )
     notes = [
-        f"xgr2's schema-to-EBNF conversion (Python, counted in its compile time): median"
-        f" {np.median(convert_ms):.2f} ms, max {max(convert_ms):.2f} ms",
         "Total ms/request = compile + initial state + all masks + all advances; medians over schemas.",
         "Dropped BFCL keywords (occurrences): " + ", ".join(f"{k} {n}" for k, n in sorted(dropped.items())),
     ]
