@@ -30,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trace", help="file to write each pattern to before compiling it (finds a hang)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     end = time.monotonic() + args.seconds
@@ -37,6 +38,9 @@ def main() -> None:
     slowest: list[tuple[float, str, bool]] = []
     while time.monotonic() < end:
         pattern, search = random_pattern(rng), rng.random() < 0.5
+        if args.trace:
+            with open(args.trace, "w", encoding="utf-8") as f:
+                f.write(f"{search} {pattern!r}\n")
         t0 = time.perf_counter()
         try:
             _core.GrammarIR.from_regex(pattern, search)
