@@ -149,18 +149,62 @@ class RegexParser {
     return b_.Choice(alts);
   }
 
-  // re.search: a side without its anchor may be padded with any code points.
+  // re.search: a side without its anchor may be padded with any code points. The
+  // padded side of each part is trimmed first (Trim), which keeps the language and
+  // keeps `.*x{0,500}`-style automata from blowing up.
   int32_t Search(const Lang& l) {
     std::vector<int32_t> alts;
     for (int k = 0; k < 4; ++k) {
       if (l.part[k] < 0) continue;
+      int32_t body = l.part[k];
+      if (!(k & kEnd)) body = Trim(body, /*right=*/true);
+      if (!(k & kStart)) body = Trim(body, /*right=*/false);
       std::vector<int32_t> seq;
       if (!(k & kStart)) seq.push_back(AnyString());
-      seq.push_back(l.part[k]);
+      seq.push_back(body);
       if (!(k & kEnd)) seq.push_back(AnyString());
       alts.push_back(b_.Seq(seq));
     }
     return b_.Choice(alts);
+  }
+
+  // An expression T with T .* == e .* (right) or .* T == .* e (left): only the
+  // shortest way to start (end) each match matters next to padding. Empty when e
+  // matches "" (then the padding alone covers it).
+  int32_t Trim(int32_t id, bool right) {
+    Expr e = b_.ir()->exprs[id];  // a copy: the arena grows below
+    switch (e.kind) {
+      case ExprKind::kSequence: {
+        std::vector<int32_t>& items = e.children;
+        while (!items.empty()) {  // trim the padded end; drop it while it can be empty
+          size_t at = right ? items.size() - 1 : 0;
+          int32_t t = Trim(items[at], right);
+          if (b_.ir()->exprs[t].kind != ExprKind::kEmpty) {
+            items[at] = t;
+            break;
+          }
+          items.erase(items.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        return b_.Seq(items);
+      }
+      case ExprKind::kChoice: {
+        std::vector<int32_t> alts;
+        for (int32_t c : e.children) {
+          int32_t t = Trim(c, right);
+          if (b_.ir()->exprs[t].kind == ExprKind::kEmpty) return t;
+          alts.push_back(t);
+        }
+        return b_.Choice(alts);
+      }
+      case ExprKind::kRepeat: {  // x{m,n} padded: x{m-1} then x trimmed
+        if (e.min == 0) return b_.Empty();
+        int32_t last = Trim(e.children[0], right);
+        int32_t rest = e.min == 1 ? b_.Empty() : e.min == 2 ? e.children[0] : b_.Repeat(e.children[0], e.min - 1, e.min - 1);
+        return right ? b_.Seq({rest, last}) : b_.Seq({last, rest});
+      }
+      default:
+        return id;
+    }
   }
 
   int32_t AnyString() { return b_.Star(b_.Class({}, /*negated=*/true)); }
