@@ -1,6 +1,7 @@
 #include "grammar/repetition.h"
 
 #include <map>
+#include <vector>
 
 #include "frontends/ir_builder.h"
 
@@ -69,16 +70,70 @@ class Doubling {
   std::map<int, int32_t> pow_, below_;
 };
 
+// Which expressions derive "" (a fixpoint over the rules).
+class Nullable {
+ public:
+  explicit Nullable(const GrammarIR& g) : g_(g), rule_(g.rules.size(), 0) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t r = 0; r < g.rules.size(); ++r) {
+        if (!rule_[r] && g.rules[r].body >= 0 && Of(g.rules[r].body)) rule_[r] = 1, changed = true;
+      }
+    }
+  }
+
+  bool Of(int32_t id) const {
+    const Expr& e = g_.exprs[id];
+    switch (e.kind) {
+      case ExprKind::kEmpty: return true;
+      case ExprKind::kBytes: return e.bytes.empty();
+      case ExprKind::kCharClass: return false;
+      case ExprKind::kRuleRef: return rule_[e.rule];
+      case ExprKind::kSequence:
+        for (int32_t c : e.children) {
+          if (!Of(c)) return false;
+        }
+        return true;
+      case ExprKind::kChoice:
+        for (int32_t c : e.children) {
+          if (Of(c)) return true;
+        }
+        return false;
+      case ExprKind::kRepeat: return e.min == 0 || Of(e.children[0]);
+    }
+    return false;
+  }
+
+ private:
+  const GrammarIR& g_;
+  std::vector<uint8_t> rule_;
+};
+
 }  // namespace
 
 void CompressRepetitions(GrammarIR* g) {
   IrBuilder b(g);
+  Nullable nullable(*g);
   size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
   for (size_t id = 0; id < n; ++id) {
     const Expr& e = g->exprs[id];
     if (e.kind != ExprKind::kRepeat) continue;
     if (e.min <= kRepetitionCopyLimit && e.max <= kRepetitionCopyLimit) continue;
     int32_t child = e.children[0], min = e.min, max = e.max;
+    // (Y?){l,r} is Y{0,r} and (Y*){l,r} is Y*: the same language without empty rounds.
+    const Expr& c = g->exprs[child];
+    if (c.kind == ExprKind::kRepeat && c.min == 0 && (c.max == 1 || c.max < 0) && !nullable.Of(c.children[0])) {
+      int32_t y = c.children[0];
+      bool star = c.max < 0;
+      if (star || max < 0) {
+        g->exprs[id].children = {y}, g->exprs[id].min = 0, g->exprs[id].max = -1;
+        continue;
+      }
+      child = y, min = 0;
+    } else if (nullable.Of(child)) {
+      // Doubling a nullable X would make the parse ambiguous at every position: keep copies.
+      continue;
+    }
     if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
     Doubling d(&b, child);
     int32_t replacement = d.Range(min, max);

@@ -102,7 +102,14 @@ class JsonReader {
       v.text = Number();
       return v;
     }
-    Fail(std::string("unexpected character `") + c + "`");
+    size_t q = p_;
+    int32_t cp = DecodeUtf8(s_, &q);
+    if (cp < 0 || cp < 0x20) {
+      static const char kHex[] = "0123456789abcdef";
+      uint8_t byte = static_cast<uint8_t>(c);
+      Fail(std::string("unexpected byte 0x") + kHex[byte >> 4] + kHex[byte & 15]);
+    }
+    Fail("unexpected character `" + s_.substr(p_, q - p_) + "`");
   }
 
   std::string Number() {
