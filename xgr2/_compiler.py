@@ -17,6 +17,7 @@ MatcherState = _core.MatcherState
 PICKLE_FORMAT_VERSION = 1
 
 _PRECOMPUTE_MODES = ("none", "all")
+_REFRESH = 64  # Compiler: inserts between exact recounts of the cache's bytes
 
 
 class CompiledGrammar:
@@ -153,6 +154,11 @@ class Compiler:
         self._lock = threading.Lock()
         self._hits = 0
         self._misses = 0
+        # Bytes of the cached entries as of their insertion (masks computed later grow
+        # them): a running total, refreshed from the entries every _REFRESH inserts, so a
+        # compile costs O(1) here rather than a sum over the whole cache.
+        self._bytes = 0
+        self._inserts = 0
 
     def compile(self, grammar: Grammar | str, *, precompute: str | int = "none",
                 mask_cache: bool = True) -> CompiledGrammar:
@@ -189,27 +195,37 @@ class Compiler:
             cached = self._cache.get(key)  # another thread may have compiled it meanwhile
             if cached is not None:
                 return cached
-            if compiled.memory_bytes <= self.cache_limit_bytes:
+            size = compiled.memory_bytes
+            if size <= self.cache_limit_bytes:
                 self._cache[key] = compiled
+                self._bytes += size
+                self._inserts += 1
+                if self._inserts % _REFRESH == 0:
+                    self._bytes = sum(c.memory_bytes for c in self._cache.values())
                 self._evict()
         return compiled
 
     def _evict(self) -> None:
-        total = sum(c.memory_bytes for c in self._cache.values())
-        while total > self.cache_limit_bytes and self._cache:
+        while self._bytes > self.cache_limit_bytes and self._cache:
             _, oldest = self._cache.popitem(last=False)
-            total -= oldest.memory_bytes
+            self._bytes = max(0, self._bytes - oldest.memory_bytes)
 
     def cache_info(self) -> CacheInfo:
-        """Hits, misses, entries and bytes of the compile cache."""
+        """Hits, misses, entries and bytes of the compile cache.
+
+        Cached grammars grow as their node masks are computed; the byte limit is enforced
+        on a running total at each compile, recounted exactly every 64 inserts and here.
+        """
         with self._lock:
-            total = sum(c.memory_bytes for c in self._cache.values())
-            return CacheInfo(self._hits, self._misses, len(self._cache), total, self.cache_limit_bytes)
+            self._bytes = sum(c.memory_bytes for c in self._cache.values())  # exact, then enforced
+            self._evict()
+            return CacheInfo(self._hits, self._misses, len(self._cache), self._bytes, self.cache_limit_bytes)
 
     def clear_cache(self) -> None:
         """Drops every cached compiled grammar (statistics are kept)."""
         with self._lock:
             self._cache.clear()
+            self._bytes = 0
 
 
 def _check_precompute(precompute) -> None:

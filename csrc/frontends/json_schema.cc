@@ -566,17 +566,71 @@ class SchemaCompiler {
     return false;
   }
 
+  // Whether the constant `v` passes keyword `k` (value `kv`) beside enum / const: 1 yes,
+  // 0 no, -1 cannot tell here. Keywords of another type than v's do not apply.
+  static int ValuePasses(const std::string& k, const JsonValue& kv, const JsonValue& v) {
+    static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format"};
+    static const std::set<std::string> for_numbers = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                                                      "multipleOf"};
+    static const std::set<std::string> for_arrays = {"items", "prefixItems", "additionalItems", "contains",
+                                                     "minContains", "maxContains", "minItems", "maxItems", "uniqueItems"};
+    static const std::set<std::string> for_objects = {"properties", "required", "additionalProperties",
+                                                      "patternProperties", "propertyNames", "minProperties",
+                                                      "maxProperties", "dependentRequired"};
+    bool applies = (for_strings.count(k) && v.IsString()) || (for_numbers.count(k) && v.IsNumber()) ||
+                   (for_arrays.count(k) && v.IsArray()) || (for_objects.count(k) && v.IsObject());
+    bool known = for_strings.count(k) || for_numbers.count(k) || for_arrays.count(k) || for_objects.count(k);
+    if (!known) return k == "not" || k == "anyOf" || k == "oneOf" ? -1 : 1;  // others annotate
+    if (!applies) return 1;
+    auto bound = [&](int want_sign, bool strict) {
+      if (!kv.IsNumber()) return kv.IsBool() ? -1 : 0;
+      int c = CompareDecimal(ParseDecimal(v.text), ParseDecimal(kv.text));
+      return (strict ? c * want_sign > 0 : c * want_sign >= 0) ? 1 : 0;
+    };
+    auto count_ok = [&](size_t n, bool is_min) {
+      if (!kv.IsNumber()) return -1;
+      JsonValue count;
+      count.kind = Kind::kNumber;
+      count.text = std::to_string(n);
+      int c = CompareDecimal(ParseDecimal(count.text), ParseDecimal(kv.text));
+      return (is_min ? c >= 0 : c <= 0) ? 1 : 0;
+    };
+    if (k == "minimum") return bound(1, false);
+    if (k == "maximum") return bound(-1, false);
+    if (k == "exclusiveMinimum") return bound(1, true);
+    if (k == "exclusiveMaximum") return bound(-1, true);
+    if (k == "minLength" || k == "maxLength") {
+      size_t n = 0, p = 0;
+      while (p < v.text.size()) DecodeUtf8(v.text, &p), ++n;
+      return count_ok(n, k == "minLength");
+    }
+    if (k == "minItems" || k == "maxItems") return count_ok(v.items.size(), k == "minItems");
+    if (k == "minProperties" || k == "maxProperties") return count_ok(v.members.size(), k == "minProperties");
+    if (k == "required") {
+      for (const JsonValue& name : kv.items) {
+        if (!name.IsString() || !v.Find(name.text)) return 0;
+      }
+      return 1;
+    }
+    return -1;
+  }
+
   int32_t Enumerated(const JsonValue& s, const std::vector<JsonValue>& values, const std::set<std::string>& types,
                      const std::string& ptr, int depth, bool is_const) {
-    for (const auto& [k, v] : s.members) {
-      if (k != "enum" && k != "const" && k != "type" && !kAnnotations.count(k)) {
-        Unsupported("`" + k + "` beside `" + (is_const ? "const" : "enum") + "` (the values are not checked against it)",
-                    ptr + "/" + EscapePointerToken(k));
-      }
-    }
     std::vector<int32_t> alts;
     for (const JsonValue& v : values) {
-      if (HasType(types, v)) alts.push_back(text_.Value(v, LayoutDepth(depth)));
+      if (!HasType(types, v)) continue;
+      bool keep = true;
+      for (const auto& [k, kv] : s.members) {
+        if (k == "enum" || k == "const" || k == "type" || kAnnotations.count(k)) continue;
+        int verdict = ValuePasses(k, kv, v);
+        if (verdict < 0) {
+          Unsupported("`" + k + "` beside `" + (is_const ? "const" : "enum") + "` on a value it applies to",
+                      ptr + "/" + EscapePointerToken(k));
+        }
+        keep = keep && verdict != 0;
+      }
+      if (keep) alts.push_back(text_.Value(v, LayoutDepth(depth)));
     }
     if (alts.empty()) return Nothing(&b_);
     return b_.Choice(alts);

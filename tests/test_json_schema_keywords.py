@@ -1,0 +1,148 @@
+"""Every JSON Schema keyword with its status, checked, and docs/json_schema.md generated from it.
+
+Statuses:
+- exact: compiled with unsupported="error"; the oracle tests (test_json_schema.py) check it.
+- narrower: compiled; the grammar accepts a subset of the valid documents (said how).
+- refused: SchemaError under unsupported="error"; under "warn" the keyword is ignored
+  (the grammar is wider) with a SchemaWarning, under "ignore" silently.
+- annotation: no effect on validity, ignored exactly.
+
+Regenerate the page with `python tests/test_json_schema_keywords.py > docs/json_schema.md`.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+import xgr2
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
+
+# keyword, status, a schema that uses it, note
+KEYWORDS = [
+    ("type", "exact", {"type": ["string", "null"]}, "strings, arrays of types, `integer` as integer syntax"),
+    ("enum", "exact", {"enum": [1, "a", None]}, "values checked against the length, range and count keywords beside them"),
+    ("const", "exact", {"const": {"a": [1]}}, "objects in their key order; numbers also in their plain spellings"),
+    ("properties", "narrower", {"properties": {"a": {"type": "integer"}}}, "in declared order"),
+    ("required", "exact", {"type": "object", "required": ["a"]}, ""),
+    ("additionalProperties", "exact", {"additionalProperties": {"type": "integer"}},
+     "extra keys are never a declared name; `strict=True` generates none unless allowed explicitly"),
+    ("patternProperties", "exact", {"type": "object", "patternProperties": {"^x-": {"type": "string"}}},
+     "one pattern, without declared properties (else refused)"),
+    ("propertyNames", "exact", {"type": "object", "propertyNames": {"maxLength": 3}}, "without declared properties"),
+    ("minProperties", "exact", {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1}, "up to 1000"),
+    ("maxProperties", "exact", {"type": "object", "additionalProperties": True, "maxProperties": 2}, "up to 1000"),
+    ("dependentRequired", "exact", {"properties": {"a": {}}, "required": ["a"], "dependentRequired": {"a": ["a"]}},
+     "refused between optional properties"),
+    ("items", "exact", {"type": "array", "items": {"type": "integer"}}, "also the Draft 4-7 array form"),
+    ("prefixItems", "exact", {"type": "array", "prefixItems": [{"type": "integer"}], "items": False}, ""),
+    ("additionalItems", "exact", {"type": "array", "items": [{"type": "integer"}], "additionalItems": False},
+     "Draft 4-7"),
+    ("contains", "exact", {"type": "array", "contains": {"type": "integer"}},
+     "refused with maxContains, prefixItems, minItems, maxItems or uniqueItems"),
+    ("minContains", "exact", {"type": "array", "contains": {"type": "integer"}, "minContains": 2}, ""),
+    ("maxContains", "refused", {"type": "array", "contains": {"type": "integer"}, "maxContains": 2}, ""),
+    ("minItems", "exact", {"type": "array", "minItems": 500}, "repetition compression: any bound"),
+    ("maxItems", "exact", {"type": "array", "maxItems": 10000}, ""),
+    ("uniqueItems", "narrower", {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},
+     "items from a finite set (enum, const, boolean, null; at most 64 values), in that set's order; refused otherwise"),
+    ("minLength", "exact", {"type": "string", "minLength": 2}, "code points; an escape is one character"),
+    ("maxLength", "exact", {"type": "string", "maxLength": 10000}, "refused together with pattern or a format"),
+    ("pattern", "exact", {"type": "string", "pattern": "^[a-z]+$"},
+     "ECMA-262 semantics (search, `\\d \\w \\s` ASCII); see docs/regex.md"),
+    ("format", "narrower", {"type": "string", "format": "date-time"},
+     "date-time, date, time, duration, email, hostname, ipv4, ipv6, uri, uri-reference, iri, uuid, uri-template, "
+     "json-pointer, relative-json-pointer (docs/json_formats.md); other formats annotate"),
+    ("minimum", "exact", {"type": "number", "minimum": -1.5}, "digit-level automata, any magnitude"),
+    ("maximum", "exact", {"type": "integer", "maximum": 10**40}, ""),
+    ("exclusiveMinimum", "exact", {"type": "number", "exclusiveMinimum": 0}, "also Draft 4's boolean form"),
+    ("exclusiveMaximum", "exact", {"type": "number", "exclusiveMaximum": 1}, ""),
+    ("multipleOf", "exact", {"type": "number", "multipleOf": 0.25}, "refused above 4000 automaton states"),
+    ("anyOf", "exact", {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "keywords beside it apply to every branch"),
+    ("oneOf", "exact", {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+     "when the branches are provably disjoint (types, constants, a required discriminator); refused otherwise"),
+    ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged; refused when two values cannot merge"),
+    ("not", "exact", {"not": {"type": "string"}}, "`not` of types only; refused otherwise"),
+    ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
+     "JSON pointers (with ~0 ~1 and %-escapes), $id-relative, $anchor, recursion"),
+    ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
+    ("if", "refused", {"if": {"type": "string"}, "then": {"minLength": 1}}, "also then / else"),
+    ("dependentSchemas", "refused", {"dependentSchemas": {"a": {"required": ["b"]}}}, ""),
+    ("dependencies", "refused", {"dependencies": {"a": ["b"]}}, "Draft 4-7"),
+    ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict"),
+    ("unevaluatedItems", "refused", {"unevaluatedItems": False}, ""),
+    ("title", "annotation", {"type": "integer", "title": "x"}, "also description, default, examples, $comment, "
+     "deprecated, readOnly, writeOnly, content*, and unknown keywords"),
+]
+
+
+@pytest.mark.parametrize("keyword,status,schema,note", KEYWORDS, ids=[k[0] for k in KEYWORDS])
+def test_keyword_status(keyword, status, schema, note):
+    if status in ("exact", "narrower", "annotation"):
+        g = xgr2.Grammar.from_json_schema(schema)
+        if status == "annotation":
+            plain = {k: v for k, v in schema.items() if k != keyword}
+            assert str(g) == str(xgr2.Grammar.from_json_schema(plain))
+        return
+    with pytest.raises(xgr2.SchemaError) as info:
+        xgr2.Grammar.from_json_schema(schema)
+    assert info.value.pointer.startswith("/")
+    with pytest.warns(xgr2.SchemaWarning):
+        xgr2.Grammar.from_json_schema(schema, unsupported="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        xgr2.Grammar.from_json_schema(schema, unsupported="ignore")
+
+
+def render() -> str:
+    lines = [
+        "# JSON Schema support",
+        "",
+        "`xgr2.Grammar.from_json_schema(schema, *, any_whitespace=True, indent=None, separators=None,",
+        "strict=True, unsupported=\"error\")` compiles Draft 2020-12 (and the Draft 4-7 spellings) in C++",
+        "(`csrc/frontends/json_schema.cc`). Without being asked, the grammar never accepts a document",
+        "the schema rejects: a keyword it cannot express exactly raises `xgr2.SchemaError` (with the",
+        "JSON pointer), unless `unsupported=\"warn\"` or `\"ignore\"` asks to widen by ignoring it.",
+        "",
+        "Generated from `tests/test_json_schema_keywords.py`, which checks every row.",
+        "",
+        "| keyword | status | notes |",
+        "| --- | --- | --- |",
+    ]
+    for keyword, status, _, note in KEYWORDS:
+        lines.append(f"| `{keyword}` | {status} | {note} |")
+    lines += [
+        "",
+        "## Text",
+        "",
+        "- JSON text per RFC 8259: strings take every escape (`\\uXXXX` in either case, surrogate pairs",
+        "  for characters above U+FFFF) and raw non-ASCII; no raw control characters; numbers without",
+        "  leading zeros. Property names and constant strings are written raw, or with `\\uXXXX` for",
+        "  non-ASCII and control characters (what `json.dumps` writes with `ensure_ascii`).",
+        "- Numbers under `minimum` / `maximum` / `multipleOf` are written without an exponent (a",
+        "  narrower choice: exponent notation within a range is not a regular language); unconstrained",
+        "  numbers take the full syntax.",
+        "- Layout: `any_whitespace=True` allows runs of at most 20 whitespace characters between",
+        "  tokens (and around the document); `any_whitespace=False` is compact (`,` and `:`);",
+        "  `separators` and `indent` follow `json.dumps` exactly (with `indent`, nesting deeper than 32",
+        "  levels is not generated).",
+        "- `strict=True`: a schema that declares `properties` gets no other property unless",
+        "  `additionalProperties` or `patternProperties` allows it; `strict=False` is JSON Schema's",
+        "  default. A schema without `properties` (`{\"type\": \"object\"}`) allows any property.",
+        "- An object's properties come in declared order (required and optional), then the others.",
+        "- A schema that no value satisfies raises `SchemaError`.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def test_docs_page_is_generated_from_this_table():
+    assert DOC.read_text() == render(), "regenerate: python tests/test_json_schema_keywords.py > docs/json_schema.md"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render())
