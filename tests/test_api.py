@@ -356,7 +356,7 @@ def test_root_other_than_root():
         ('root ::= ("a" | "b")?', 'root ::= ("a" | "b")?\n'),
         ("root ::= 'x'", 'root ::= "x"\n'),
         (r'root ::= "\x41\n\t" [\u0061-c]', 'root ::= "A\\n\\t" [a-c]\n'),
-        ('root ::= "é\x7f"', 'root ::= "é\\x7F"\n'),
+        ('root ::= "é\x7f"', 'root ::= "é\\u007F"\n'),
         ("root ::= [ab] [a-c] [^x]", "root ::= [ab] [a-c] [^x]\n"),
         ('root ::= [\\]\\-\\\\]', 'root ::= [\\-\\\\\\]]\n'),
         ('root ::= "q"{2,5} "r"{3,} "s"{4} "t"{0,1}', 'root ::= "q"{2,5} "r"{3,} "s"{4} "t"?\n'),

@@ -300,7 +300,9 @@ def test_search_equals_re_search(pattern):
     """search=True (JSON Schema `pattern`): acceptance equals re.search, `$` being the end."""
     oracle = re.compile(_end_of_string(_python(pattern)), re.ASCII)
     strings = _strings(pattern, fullmatch=False) + ["x" + s + "\n" for s in _strings(pattern)[:4]]
-    for s in strings:
+    # Python's backtracking search is exponential on patterns like `^/([^/\0]+/?)*$` when
+    # nothing matches: keep the oracle's inputs short.
+    for s in (t[:20] for t in strings):
         assert _accepts(pattern, s, search=True) == bool(oracle.search(s)), (pattern, s)
 
 
@@ -358,7 +360,7 @@ UNSUPPORTED = [  # refused here (most are valid in Python): (pattern, the constr
     ("a\\bc", "\\b"), ("a\\B", "\\B"), ("\\Aab", "\\A"), ("ab\\Z", "\\Z"),
     ("(?i)ab", "(?i)"), ("x(?s:.)", "(?s"), ("(?a)\\w", "(?a)"), ("a*+", "*+"), ("a{1,2}+b", "{1,2}+"),
     ("(?>ab)", "(?>"), ("(a)(?(1)b|c)", "(?(1)"), ("\\N{DIGIT ONE}", "\\N"), ("a^b", "^b"),
-    ("a$b", "b"), ("(a$)+", "+"), ("(^a)*", "*"), ("x(^a)", "^a"), ("a{10001}", "10001"),
+    ("a$b", "b"), ("(a$)+", "+"), ("(^a)*", "*"), ("x(^a)", "^a"), ("a{1000000001}", "1000000001"),
 ]
 
 
