@@ -219,6 +219,17 @@ def load_tokenizer():
     return tok
 
 
+def has_type(value, t: str) -> bool:
+    """Whether a JSON value (as Python) is an instance of JSON Schema type `t`."""
+    if t == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, float) and value.is_integer())
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, {"object": dict, "array": list, "string": str, "boolean": bool,
+                              "null": type(None)}[t])
+
+
 def bfcl_data_dir():
     """bfcl_eval/data (pip install --no-deps bfcl-eval)."""
     try:

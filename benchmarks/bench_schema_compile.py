@@ -74,6 +74,8 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import has_type
+
 ENGINE_NAMES = ["xgr2", "xgrammar", "llguidance"]
 MODES = ["fresh", "warm"]
 
@@ -83,16 +85,6 @@ TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "string": "st
             # BFCL's Java / JavaScript type names
             "String": "string", "char": "string", "Boolean": "boolean", "long": "integer", "double": "number",
             "Array": "array", "ArrayList": "array", "HashMap": "object"}
-
-
-def _has_type(value, t: str) -> bool:
-    if t == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
-    if t == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, {"object": dict, "array": list, "string": str, "boolean": bool,
-                              "null": type(None)}[t])
 
 
 def normalize_bfcl(s, notes: dict):
@@ -124,7 +116,7 @@ def normalize_bfcl(s, notes: dict):
         else:
             out[key] = value
     if "enum" in out and "type" in out and isinstance(out["enum"], list) \
-            and not all(_has_type(v, out["type"]) for v in out["enum"] if out["type"] in TYPE_MAP.values()):
+            and not all(has_type(v, out["type"]) for v in out["enum"] if out["type"] in TYPE_MAP.values()):
         del out["type"]
         note("type contradicting its enum dropped")
     if isinstance(out.get("required"), list) and isinstance(out.get("properties"), dict):

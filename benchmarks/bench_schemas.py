@@ -57,6 +57,7 @@ from _common import (
     append_results,
     bfcl_data_dir,
     compare_masks,
+    has_type,
     load_tokenizer,
     mask_tables,
     run_document,
@@ -85,17 +86,6 @@ FEATURES = ["enum", "array", "array of objects", "nested object", "object withou
 # --------------------------------------------------------------------------- schemas
 class Unsupported(Exception):
     pass
-
-
-def has_type(value, t: str) -> bool:
-    """Whether a JSON value (as Python) is an instance of JSON Schema type `t`."""
-    if t == "integer":
-        return (isinstance(value, int) and not isinstance(value, bool)) or (
-            isinstance(value, float) and value.is_integer())
-    if t == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, {"object": dict, "array": list, "string": str, "boolean": bool,
-                              "null": type(None)}[t])
 
 
 def normalize(s: dict, features: set, dropped: dict, nested: bool = False) -> dict:

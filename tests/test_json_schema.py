@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xgr2
+from test_regex import _end_of_string, _python
 
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 
@@ -130,27 +131,9 @@ def ecma_pattern(validator, pattern, instance, schema):
     newline). jsonschema's own check uses Python's `re`."""
     if not isinstance(instance, str):
         return
-    python = python_pattern(pattern)
+    python = _end_of_string(_python(pattern))
     if not re.search(python, instance, re.ASCII):
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-def python_pattern(pattern: str) -> str:
-    """`$` outside classes -> `\\Z` (end of string only)."""
-    out, i, in_class = [], 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            out.append(pattern[i:i + 2])
-            i += 2
-            continue
-        if c == "[":
-            in_class = True
-        elif c == "]":
-            in_class = False
-        out.append("\\Z" if c == "$" and not in_class else c)
-        i += 1
-    return "".join(out)
 
 
 @functools.lru_cache(maxsize=None)

@@ -73,7 +73,7 @@ KEYWORDS = [
     ("if", "refused", {"if": {"type": "string"}, "then": {"minLength": 1}}, "also then / else"),
     ("dependentSchemas", "refused", {"dependentSchemas": {"a": {"required": ["b"]}}}, ""),
     ("dependencies", "refused", {"dependencies": {"a": ["b"]}}, "Draft 4-7"),
-    ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict"),
+    ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict when properties are declared and nothing else is allowed"),
     ("unevaluatedItems", "refused", {"unevaluatedItems": False}, ""),
     ("title", "annotation", {"type": "integer", "title": "x"}, "also description, default, examples, $comment, "
      "deprecated, readOnly, writeOnly, content*, and unknown keywords"),

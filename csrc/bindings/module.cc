@@ -285,9 +285,7 @@ NB_MODULE(_core, m) {
             std::shared_ptr<const GrammarFsm> fsm;
             try {
               fsm = BuildFsm(*result.grammar);
-            } catch (const GrammarError& e) {
-              std::string what = e.what();
-              if (what.find("derives no finite string") == std::string::npos) throw;
+            } catch (const EmptyLanguageError&) {
               throw SchemaError("no JSON value is valid under this schema (e.g. a required property that "
                                 "nothing satisfies)", "");
             }

@@ -19,47 +19,27 @@ int32_t IrBuilder::Bytes(std::string bytes) {
 }
 
 int32_t IrBuilder::Class(std::vector<CodepointRange> ranges, bool negated) {
-  std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.lo < b.lo; });
   Expr e;
   e.kind = ExprKind::kCharClass;
   e.negated = negated;
-  for (auto r : ranges) {
-    if (!e.ranges.empty() && r.lo <= e.ranges.back().hi + 1) {
-      e.ranges.back().hi = std::max(e.ranges.back().hi, r.hi);
-    } else {
-      e.ranges.push_back(r);
-    }
-  }
+  e.ranges = NormalizeRanges(std::move(ranges));
   return g_->AddExpr(std::move(e));
 }
 
-int32_t IrBuilder::Seq(std::vector<int32_t> items) {
+// A sequence or choice of `items`, nested ones of the same kind flattened; one item is
+// itself. Empty items add nothing to a sequence.
+int32_t IrBuilder::Join(ExprKind kind, const std::vector<int32_t>& items) {
   Expr e;
-  e.kind = ExprKind::kSequence;
+  e.kind = kind;
   for (int32_t it : items) {
     const Expr& c = g_->exprs[it];
-    if (c.kind == ExprKind::kSequence) {
+    if (c.kind == kind) {
       e.children.insert(e.children.end(), c.children.begin(), c.children.end());
-    } else if (c.kind != ExprKind::kEmpty) {
+    } else if (!(kind == ExprKind::kSequence && c.kind == ExprKind::kEmpty)) {
       e.children.push_back(it);
     }
   }
-  if (e.children.empty()) return Empty();
-  if (e.children.size() == 1) return e.children[0];
-  return g_->AddExpr(std::move(e));
-}
-
-int32_t IrBuilder::Choice(std::vector<int32_t> alts) {
-  Expr e;
-  e.kind = ExprKind::kChoice;
-  for (int32_t a : alts) {
-    const Expr& c = g_->exprs[a];
-    if (c.kind == ExprKind::kChoice) {
-      e.children.insert(e.children.end(), c.children.begin(), c.children.end());
-    } else {
-      e.children.push_back(a);
-    }
-  }
+  if (e.children.empty() && kind == ExprKind::kSequence) return Empty();
   if (e.children.size() == 1) return e.children[0];
   return g_->AddExpr(std::move(e));
 }
@@ -106,17 +86,7 @@ std::vector<CodepointRange> ClassRanges(const Expr& e) {
     next = std::max(next, r.hi + 1);
   }
   if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
-  // Surrogates are not characters.
-  std::vector<CodepointRange> clean;
-  for (CodepointRange r : out) {
-    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
-      clean.push_back(r);
-      continue;
-    }
-    if (r.lo < 0xD800) clean.push_back({r.lo, 0xD7FF});
-    if (r.hi > 0xDFFF) clean.push_back({0xE000, r.hi});
-  }
-  return clean;
+  return WithoutSurrogates(out);
 }
 
 }  // namespace

@@ -23,8 +23,8 @@ class IrBuilder {
   int32_t Bytes(std::string bytes);
   // One code point in the (unsorted, possibly overlapping) ranges, or outside them.
   int32_t Class(std::vector<CodepointRange> ranges, bool negated = false);
-  int32_t Seq(std::vector<int32_t> items);     // flattens nested sequences; one item: itself
-  int32_t Choice(std::vector<int32_t> alts);   // flattens nested choices; one alt: itself
+  int32_t Seq(const std::vector<int32_t>& items) { return Join(ExprKind::kSequence, items); }
+  int32_t Choice(const std::vector<int32_t>& alts) { return Join(ExprKind::kChoice, alts); }
   int32_t Repeat(int32_t child, int32_t min, int32_t max);  // max -1: unbounded
   int32_t Optional(int32_t child) { return Repeat(child, 0, 1); }
   int32_t Star(int32_t child) { return Repeat(child, 0, -1); }
@@ -38,6 +38,8 @@ class IrBuilder {
   int32_t RuleRef(const std::string& name, int32_t body);
 
  private:
+  int32_t Join(ExprKind kind, const std::vector<int32_t>& items);
+
   GrammarIR* g_;
   std::unordered_set<std::string> names_;
 };

@@ -64,7 +64,7 @@ class SchemaCompiler {
  public:
   SchemaCompiler(const JsonValue& root, const JsonSchemaOptions& opt, GrammarIR* g)
       : root_(root), opt_(opt), b_(g), text_(&b_, MakeLayout(opt)) {
-    IndexIds(root_, "");
+    IndexIds(root_);
   }
 
   // Builds the rule `root` (rule 0) and returns its id.
@@ -98,7 +98,7 @@ class SchemaCompiler {
   }
 
   // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
-  void IndexIds(const JsonValue& s, const std::string& ptr) {
+  void IndexIds(const JsonValue& s) {
     if (s.IsObject()) {
       for (const char* key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {
         const JsonValue* v = s.Find(key);
@@ -106,10 +106,10 @@ class SchemaCompiler {
       }
       for (const auto& [k, v] : s.members) {
         if (k == "enum" || k == "const" || k == "examples" || k == "default") continue;
-        IndexIds(v, ptr + "/" + EscapePointerToken(k));
+        IndexIds(v);
       }
     } else if (s.IsArray()) {
-      for (size_t i = 0; i < s.items.size(); ++i) IndexIds(s.items[i], ptr + "/" + std::to_string(i));
+      for (const JsonValue& item : s.items) IndexIds(item);
     }
   }
 
@@ -275,12 +275,12 @@ class SchemaCompiler {
         if (!flat->boolean) return flat;
         continue;
       }
-      merged = Keep(Merge(*merged, *flat, part_ptr, depth));
+      merged = Keep(Merge(*merged, *flat, part_ptr));
     }
     return merged;
   }
 
-  JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr, int depth) {
+  JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr) {
     JsonValue out = a;
     auto set = [&](const std::string& k, JsonValue v) {
       for (auto& m : out.members) {
@@ -462,23 +462,20 @@ class SchemaCompiler {
     return Typed(s, types, ptr, depth);
   }
 
+  // Keywords this front end refuses (other unknown keywords only annotate).
   void CheckKeywords(const JsonValue& s, const std::string& ptr) {
-    static const std::set<std::string> known = {
-        "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
-        "propertyNames", "minProperties", "maxProperties", "dependentRequired", "items", "prefixItems",
-        "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems",
-        "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-        "multipleOf", "not", "anyOf", "oneOf", "allOf", "$ref"};
     static const std::set<std::string> unsupported = {
         "if", "then", "else", "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems",
         "$dynamicRef", "$recursiveRef"};
     for (const auto& [k, v] : s.members) {
       if (unsupported.count(k)) {
-        if (k == "unevaluatedProperties" && v.IsBool() && !v.boolean && opt_.strict) continue;  // strict already
+        // strict, with declared properties and nothing else allowed: no other property is generated
+        bool only_declared = opt_.strict && s.Find("properties") && !s.Find("additionalProperties") &&
+                             !s.Find("patternProperties");
+        if (k == "unevaluatedProperties" && v.IsBool() && !v.boolean && only_declared) continue;
         Unsupported("`" + k + "` is not supported", ptr + "/" + EscapePointerToken(k));
       }
     }
-    (void)known;
   }
 
   // Whether no JSON value is valid under two of the branches (a sufficient check).
@@ -867,6 +864,10 @@ class SchemaCompiler {
                         int64_t max_items, bool has_prefix) {
     const JsonValue* contains = s.Find("contains");
     int64_t min_contains = Count(s, "minContains", ptr, 1);
+    if (min_contains == 0 && !s.Find("maxContains")) {  // `contains` asks for nothing
+      JsonValue without = WithoutKey(WithoutKey(s, "contains"), "minContains");
+      return ArrayExpr(*Keep(std::move(without)), ptr, depth);
+    }
     if (s.Find("maxContains") || has_prefix || min_items > 0 || max_items >= 0 ||
         (s.Find("uniqueItems") && s.Find("uniqueItems")->boolean)) {
       Unsupported("contains with maxContains, prefixItems, minItems, maxItems or uniqueItems", ptr + "/contains");
@@ -876,10 +877,6 @@ class SchemaCompiler {
     int d = LayoutDepth(depth);
     int32_t any = Schema(*rest, ptr + "/items", depth + 1);
     int32_t hit = Schema(*Keep(AllOf(*rest, *contains)), ptr + "/contains", depth + 1);
-    if (min_contains == 0) {
-      JsonValue without = WithoutKey(s, "contains");
-      return ArrayExpr(*Keep(std::move(without)), ptr, depth);
-    }
     // any (sep any)* with at least min_contains of the items being `hit`:
     // [ (any sep)* hit ( (sep any)* sep hit ){min-1} (sep any)* ]
     int32_t sep = text_.ItemSeparator(d);
@@ -935,20 +932,21 @@ class SchemaCompiler {
     int64_t min_props = Count(s, "minProperties", ptr, 0), max_props = Count(s, "maxProperties", ptr, -1);
     int64_t n_required = 0;
     for (auto& p : declared) n_required += p.required;
-    bool trivially_bounded = min_props <= n_required && (max_props < 0 || (extra < 0 && max_props >= static_cast<int64_t>(declared.size())));
-    if (!trivially_bounded) {
-      return CountedObject(declared, extra, min_props, max_props, d);
-    }
     if (const JsonValue* dr = s.Find("dependentRequired")) {
       for (const auto& [name, deps] : dr->members) {
+        bool may_appear = names.count(name) || extra >= 0;
         for (const JsonValue& dep : deps.items) {
-          if (names.count(name) && !required.count(name) && !required.count(dep.text)) {
+          if (may_appear && !required.count(name) && !required.count(dep.text)) {
             Unsupported("dependentRequired between optional properties", ptr + "/dependentRequired");
           }
         }
       }
     }
-    return CountedObject(declared, extra, 0, -1, d);
+    // Bounds every object of this grammar meets anyway cost no counting rules.
+    bool trivially_bounded = min_props <= n_required &&
+                             (max_props < 0 || (extra < 0 && max_props >= static_cast<int64_t>(declared.size())));
+    if (trivially_bounded) min_props = 0, max_props = -1;
+    return CountedObject(declared, extra, min_props, max_props, d);
   }
 
   // A property not declared: a key allowed by additionalProperties / patternProperties /

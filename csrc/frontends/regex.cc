@@ -82,7 +82,7 @@ struct ClassItem {
 
 class RegexParser {
  public:
-  RegexParser(IrBuilder* b, const std::string& pattern) : b_(*b) { Decode(pattern); }
+  RegexParser(IrBuilder* b, const std::string& pattern, bool dot_all) : b_(*b), dot_all_(dot_all) { Decode(pattern); }
 
   int32_t Parse(bool search) {
     Lang lang = ParseAlternation(/*at_start=*/true, /*depth=*/0);
@@ -321,8 +321,8 @@ class RegexParser {
         return ParseGroup(start, at_start, depth);
       case '[':
         return ParseClass(start);
-      case '.':  // any code point but \n (Python's default; no DOTALL)
-        return SetItem({{'\n', '\n'}}, /*negated=*/true);
+      case '.':  // any code point but \n (Python's default), or any with the `s` flag
+        return dot_all_ ? SetItem({}, /*negated=*/true) : SetItem({{'\n', '\n'}}, /*negated=*/true);
       case '\\':
         return ParseEscape(start);
       case '*':
@@ -693,15 +693,34 @@ class RegexParser {
   }
 
   IrBuilder& b_;
+  bool dot_all_;
   std::vector<uint32_t> text_;  // the pattern's code points
   size_t pos_ = 0;
   std::unordered_set<std::string> names_;  // group names seen
 };
 
+// Adds the other ASCII case of every letter in the ranges.
+std::vector<CodepointRange> WithAsciiCases(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out = ranges;
+  for (CodepointRange r : ranges) {
+    for (uint32_t lo : {uint32_t{'a'}, uint32_t{'A'}}) {
+      uint32_t a = std::max(r.lo, lo), z = std::min(r.hi, lo + 25);
+      if (a <= z) out.push_back({a ^ 0x20, z ^ 0x20});
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search) {
-  return RegexParser(b, pattern).Parse(search);
+  return AppendRegex(b, pattern, search, RegexFlags{});
+}
+
+int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search, const RegexFlags& flags) {
+  int32_t e = RegexParser(b, pattern, flags.dot_all).Parse(search);
+  if (!flags.ignore_case) return e;
+  return RewriteChars(b, e, [&](const std::vector<CodepointRange>& ranges) { return b->Class(WithAsciiCases(ranges)); });
 }
 
 GrammarPtr ParseRegex(const std::string& pattern) {

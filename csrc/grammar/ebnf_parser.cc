@@ -598,14 +598,7 @@ class EbnfParser {
     }
     ++pos_;
     if (ranges.empty() && !e.negated) Fail("empty character class", start);
-    std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.lo < b.lo; });
-    for (auto r : ranges) {
-      if (!e.ranges.empty() && r.lo <= e.ranges.back().hi + 1) {
-        e.ranges.back().hi = std::max(e.ranges.back().hi, r.hi);
-      } else {
-        e.ranges.push_back(r);
-      }
-    }
+    e.ranges = NormalizeRanges(std::move(ranges));
     return g_->AddExpr(std::move(e));
   }
 

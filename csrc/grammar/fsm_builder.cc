@@ -265,7 +265,7 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   std::vector<uint8_t> productive =
       fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule < 0 || m[e.rule]; });
   if (!productive[g.root]) {
-    throw GrammarError("the root rule `" + g.rules[g.root].name + "` derives no finite string");
+    throw EmptyLanguageError("the root rule `" + g.rules[g.root].name + "` derives no finite string");
   }
 
   // Drop edges into unproductive rules and into nodes that cannot reach a final node.

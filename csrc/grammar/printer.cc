@@ -32,21 +32,6 @@ void AppendEscaped(uint32_t cp, bool in_class, std::string* out) {
   }
 }
 
-// Surrogate code points are no characters (no UTF-8 text has them): classes may span
-// them, but printing them would write invalid UTF-8.
-std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges) {
-  std::vector<CodepointRange> out;
-  for (CodepointRange r : ranges) {
-    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
-      out.push_back(r);
-      continue;
-    }
-    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
-    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
-  }
-  return out;
-}
-
 class Printer {
  public:
   explicit Printer(const GrammarIR& g) : g_(g) {}
@@ -75,6 +60,8 @@ class Printer {
         break;
       }
       case ExprKind::kCharClass: {
+        // Classes may span surrogates (no UTF-8 text has them); printing them would write
+        // invalid UTF-8.
         std::vector<CodepointRange> ranges = WithoutSurrogates(e.ranges);
         if ((!e.negated && ranges.empty()) ||
             (e.negated && e.ranges.size() == 1 && e.ranges[0].lo == 0 && e.ranges[0].hi >= kMaxCodepoint)) {  // matches nothing (front ends emit it); `[]` would not parse

@@ -15,6 +15,12 @@ class GrammarError : public std::runtime_error {
   int column;
 };
 
+// A grammar whose root derives no finite string (front ends turn it into their own error).
+class EmptyLanguageError : public GrammarError {
+ public:
+  using GrammarError::GrammarError;
+};
+
 // A malformed regular expression. `position` is the 0-based offset in the pattern
 // (in code points) where the problem starts.
 class RegexError : public std::runtime_error {

@@ -23,6 +23,11 @@ struct CodepointRange {
   uint32_t hi;
 };
 
+// Sorted by start, overlapping and adjacent ranges merged (the form kCharClass keeps).
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges);
+// The ranges less the surrogates U+D800-U+DFFF, which are no characters.
+std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges);
+
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
   std::string bytes;                   // kBytes
