@@ -22,6 +22,8 @@ import xgr2
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
 
+NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, disjoint oneOf, nested not; refused for pattern, format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
+
 # keyword, status, a schema that uses it, note
 KEYWORDS = [
     ("type", "exact", {"type": ["string", "null"]}, "strings, arrays of types, `integer` as integer syntax"),
@@ -36,8 +38,8 @@ KEYWORDS = [
     ("propertyNames", "exact", {"type": "object", "propertyNames": {"maxLength": 3}}, "without declared properties"),
     ("minProperties", "exact", {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1}, "up to 1000"),
     ("maxProperties", "exact", {"type": "object", "additionalProperties": True, "maxProperties": 2}, "up to 1000"),
-    ("dependentRequired", "exact", {"properties": {"a": {}}, "required": ["a"], "dependentRequired": {"a": ["a"]}},
-     "refused between optional properties"),
+    ("dependentRequired", "exact", {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},
+     "as if {required: [name]} then {required: [...]}"),
     ("items", "exact", {"type": "array", "items": {"type": "integer"}}, "also the Draft 4-7 array form"),
     ("prefixItems", "exact", {"type": "array", "prefixItems": [{"type": "integer"}], "items": False}, ""),
     ("additionalItems", "exact", {"type": "array", "items": [{"type": "integer"}], "additionalItems": False},
@@ -66,13 +68,15 @@ KEYWORDS = [
     ("oneOf", "exact", {"oneOf": [{"type": "string"}, {"type": "integer"}]},
      "when the branches are provably disjoint (types, constants, a required discriminator); refused otherwise"),
     ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged; refused when two values cannot merge"),
-    ("not", "exact", {"not": {"type": "string"}}, "`not` of types only; refused otherwise"),
+    ("not", "exact", {"not": {"type": "object", "required": ["a"]}}, NEGATION_NOTE),
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
      "JSON pointers (with ~0 ~1 and %-escapes), $id-relative, $anchor, recursion"),
     ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
-    ("if", "refused", {"if": {"type": "string"}, "then": {"minLength": 1}}, "also then / else"),
-    ("dependentSchemas", "refused", {"dependentSchemas": {"a": {"required": ["b"]}}}, ""),
-    ("dependencies", "refused", {"dependencies": {"a": ["b"]}}, "Draft 4-7"),
+    ("if", "exact", {"if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["n"]}, "else": {"maxProperties": 1}},
+     "with then / else, as anyOf [if and then, (not if) and else]; `not if` as for `not`, refused where it cannot be written; "
+     "an allOf of conditionals keeps at most 256 branches after dropping contradictory ones"),
+    ("dependentSchemas", "exact", {"dependentSchemas": {"a": {"required": ["b"]}}}, "as if {required: [name]} then the schema"),
+    ("dependencies", "exact", {"dependencies": {"a": ["b"]}}, "Draft 4-7: arrays as dependentRequired, schemas as dependentSchemas"),
     ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict when properties are declared and nothing else is allowed"),
     ("unevaluatedItems", "refused", {"unevaluatedItems": False}, ""),
     ("title", "annotation", {"type": "integer", "title": "x"}, "also description, default, examples, $comment, "

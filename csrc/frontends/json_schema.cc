@@ -3,9 +3,11 @@
 // `unsupported` policy and are never silently dropped.
 #include "frontends/json_schema.h"
 
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
@@ -27,6 +29,7 @@ using Kind = JsonValue::Kind;
 constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to here
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
+constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 
 // Keywords that only annotate (or that we may ignore exactly).
 const std::set<std::string> kAnnotations = {
@@ -34,7 +37,52 @@ const std::set<std::string> kAnnotations = {
     "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions", "contentEncoding",
     "contentMediaType", "contentSchema", "discriminator"};
 
+// Keywords that constrain values; merged copies of schemas (allOf, $ref, if) keep only
+// these, so that annotations such as a large `$defs` are not copied into every branch.
+const std::set<std::string> kValidating = {
+    "type", "enum", "const", "properties", "required", "additionalProperties", "patternProperties",
+    "propertyNames", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+    "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
+    "uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref",
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+
 const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
+
+JsonValue Str(const std::string& text) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kString;
+  v.text = text;
+  return v;
+}
+
+JsonValue Num(const std::string& text) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kNumber;
+  v.text = text;
+  return v;
+}
+
+JsonValue BoolSchema(bool b) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kBool;
+  v.boolean = b;
+  return v;
+}
+
+JsonValue Arr(std::vector<JsonValue> items) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kArray;
+  v.items = std::move(items);
+  return v;
+}
+
+JsonValue Obj(std::vector<std::pair<std::string, JsonValue>> members) {
+  JsonValue v;
+  v.kind = JsonValue::Kind::kObject;
+  v.members = std::move(members);
+  return v;
+}
 
 std::string EscapePointerToken(const std::string& s) {
   std::string out;
@@ -229,7 +277,10 @@ class SchemaCompiler {
 
   // A schema object with $ref and allOf folded into its keywords.
   const JsonValue* Flatten(const JsonValue* s, const std::string& ptr, int depth) {
-    if (!s->IsObject() || (!s->Find("$ref") && !s->Find("allOf"))) return s;
+    if (!s->IsObject() || (!s->Find("$ref") && !s->Find("allOf") && !s->Find("if") && !s->Find("dependentSchemas") &&
+                           !s->Find("dependencies") && !s->Find("dependentRequired"))) {
+      return s;
+    }
     auto it = flattened_.find(s);
     if (it != flattened_.end()) return it->second;
     const JsonValue* flat = FlattenOnce(s, ptr, depth);
@@ -264,7 +315,28 @@ class SchemaCompiler {
       } else if (k == "allOf") {
         if (!v.IsArray() || v.items.empty()) Fail("allOf must be a non-empty array", ptr + "/allOf");
         for (size_t i = 0; i < v.items.size(); ++i) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
-      } else {
+      } else if (k == "if") {
+        const JsonValue *then = s->Find("then"), *otherwise = s->Find("else");
+        if (const JsonValue* c = Conditional(v, then, otherwise, ptr, depth)) parts.push_back({c, ptr + "/if"});
+      } else if (k == "then" || k == "else") {
+        continue;  // read with `if`; without one they mean nothing
+      } else if (k == "dependentSchemas" || k == "dependencies" || k == "dependentRequired") {
+        // An object with property `name` must also match the schema, or have the listed
+        // properties (an array: dependentRequired, also in draft 7's `dependencies`).
+        if (!v.IsObject()) Fail(k + " must be an object", ptr + "/" + k);
+        for (const auto& [name, sub] : v.members) {
+          std::string sub_ptr = ptr + "/" + k + "/" + EscapePointerToken(name);
+          if (k == "dependentRequired" && !sub.IsArray()) Fail("dependentRequired must map names to arrays", sub_ptr);
+          if (sub.IsArray()) {
+            for (const JsonValue& dep : sub.items) {
+              if (!dep.IsString()) Fail(k + " must list property names", sub_ptr);
+            }
+          }
+          const JsonValue* cond = Keep(Obj({{"type", Str("object")}, {"required", Arr({Str(name)})}}));
+          const JsonValue* then = sub.IsArray() ? Keep(Obj({{"required", sub}})) : &sub;
+          if (const JsonValue* c = Conditional(*cond, then, nullptr, sub_ptr, depth)) parts.push_back({c, sub_ptr});
+        }
+      } else if (kValidating.count(k)) {
         base.members.emplace_back(k, v);
       }
     }
@@ -275,12 +347,13 @@ class SchemaCompiler {
         if (!flat->boolean) return flat;
         continue;
       }
-      merged = Keep(Merge(*merged, *flat, part_ptr));
+      merged = Keep(Merge(*merged, *flat, part_ptr, depth));
+      if (merged->IsBool()) return merged;  // no value meets both
     }
     return merged;
   }
 
-  JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr) {
+  JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr, int depth) {
     JsonValue out = a;
     auto set = [&](const std::string& k, JsonValue v) {
       for (auto& m : out.members) {
@@ -289,9 +362,10 @@ class SchemaCompiler {
       out.members.emplace_back(k, std::move(v));
     };
     for (const auto& [k, v] : b.members) {
+      if (!kValidating.count(k)) continue;
       const JsonValue* mine = a.Find(k);
-      if (!mine || kAnnotations.count(k)) {
-        if (!mine) set(k, v);
+      if (!mine) {
+        set(k, v);
         continue;
       }
       if (JsonEqual(*mine, v)) continue;
@@ -359,15 +433,41 @@ class SchemaCompiler {
       } else if (k == "uniqueItems") {
         set(k, mine->boolean ? *mine : v);
       } else if (k == "anyOf" || k == "oneOf") {
-        // Both sides have one: b's branches each get a and the rest of b.
-        JsonValue base = AllOf(a, WithoutKey(b, k));
+        // Both sides have one: a branch per pair, each with the other keywords of both
+        // sides; pairs that no value can meet are left out. (oneOf: pairs of disjoint
+        // branches are disjoint, so exactly one pair holds iff one branch of each does.)
+        if (!mine->IsArray() || !v.IsArray()) Fail(k + " must be a non-empty array", ptr + "/" + k);
+        if (mine->items.size() * v.items.size() > kMaxBranches) {
+          Unsupported("allOf of " + k + " / if combinations with more than " + std::to_string(kMaxBranches) +
+                          " branches",
+                      ptr);
+          continue;
+        }
+        JsonValue rest_a = WithoutKey(a, k), rest_b = WithoutKey(b, k);
         JsonValue arr;
         arr.kind = Kind::kArray;
-        for (const JsonValue& br : v.items) arr.items.push_back(AllOf(base, br));
+        for (const JsonValue& x : mine->items) {
+          for (const JsonValue& y : v.items) {
+            const JsonValue* fx = Flatten(Keep(AllOf(rest_a, x)), ptr, depth + 1);
+            const JsonValue* fy = Flatten(Keep(AllOf(rest_b, y)), ptr, depth + 1);
+            if (Disjoint(*fx, *fy)) continue;
+            arr.items.push_back(AllOf(*fx, *fy));
+          }
+        }
+        if (arr.items.empty()) return BoolSchema(false);
         JsonValue dist;
         dist.kind = Kind::kObject;
         dist.members.emplace_back(k, arr);
         return dist;
+      } else if (k == "not") {
+        const JsonValue *ea = OnlyEnum(*mine), *eb = OnlyEnum(v);
+        if (ea && eb) {  // not in A and not in B: not in A + B
+          JsonValue both = *ea;
+          both.items.insert(both.items.end(), eb->items.begin(), eb->items.end());
+          set(k, Obj({{"enum", both}}));
+        } else {
+          set(k, Obj({{"anyOf", Arr({*mine, v})}}));
+        }
       } else {
         Unsupported("allOf with two different `" + k + "` values", ptr);
       }
@@ -383,6 +483,127 @@ class SchemaCompiler {
     out.kind = Kind::kObject;
     out.members.emplace_back("allOf", all);
     return out;
+  }
+
+  // ---------------------------------------------------------------- if / then / else
+  // `if` I `then` T `else` E as anyOf [allOf(I, T), allOf(not I, E)] (a missing branch is
+  // `true`); nullptr when there is nothing to add or when `not I` cannot be written.
+  const JsonValue* Conditional(const JsonValue& cond, const JsonValue* then, const JsonValue* otherwise,
+                               const std::string& ptr, int depth) {
+    if (!then && !otherwise) return nullptr;
+    const JsonValue& yes = then ? *then : TrueSchema();
+    const JsonValue& no = otherwise ? *otherwise : TrueSchema();
+    std::optional<JsonValue> negated = Negation(cond, ptr, depth);
+    if (!negated) {
+      Unsupported("`if` whose negation this front end cannot write", ptr + "/if");
+      return nullptr;
+    }
+    // The branches of `not I` go to the top, so that merging conditionals can drop the
+    // pairs that contradict each other (see Merge).
+    JsonValue branches = Arr({AllOf(cond, yes)});
+    const JsonValue* alts = negated->IsObject() && negated->members.size() == 1 ? negated->Find("anyOf") : nullptr;
+    for (const JsonValue& alt : alts ? alts->items : std::vector<JsonValue>{*negated}) {
+      branches.items.push_back(AllOf(alt, no));
+    }
+    return Keep(Obj({{"anyOf", branches}}));
+  }
+
+  // A schema for exactly the values `s` rejects, or nullopt when this front end cannot
+  // write one. A value fails `s` iff it fails one of its keywords: a branch per keyword.
+  std::optional<JsonValue> Negation(const JsonValue& s0, const std::string& ptr, int depth) {
+    if (depth > kMaxMergeDepth) return std::nullopt;
+    const JsonValue* flat = s0.IsObject() ? Flatten(&s0, ptr, depth + 1) : &s0;
+    if (flat->IsBool()) return BoolSchema(!flat->boolean);
+    if (!flat->IsObject()) return std::nullopt;
+    const JsonValue& s = *flat;
+    std::vector<JsonValue> branches;
+    auto of_type = [](const char* type, std::vector<std::pair<std::string, JsonValue>> members) {
+      members.emplace_back("type", Str(type));
+      return Obj(std::move(members));
+    };
+    static const std::map<std::string, std::pair<const char*, const char*>> flipped_bounds = {
+        {"minimum", {"number", "exclusiveMaximum"}},   {"exclusiveMinimum", {"number", "maximum"}},
+        {"maximum", {"number", "exclusiveMinimum"}},   {"exclusiveMaximum", {"number", "minimum"}}};
+    static const std::map<std::string, std::pair<const char*, const char*>> flipped_counts = {
+        {"minLength", {"string", "maxLength"}},      {"maxLength", {"string", "minLength"}},
+        {"minItems", {"array", "maxItems"}},         {"maxItems", {"array", "minItems"}},
+        {"minProperties", {"object", "maxProperties"}}, {"maxProperties", {"object", "minProperties"}}};
+    for (const auto& [k, v] : s.members) {
+      if (!kValidating.count(k) || (k == "additionalProperties" && v.IsBool() && v.boolean)) continue;
+      if (k == "type") {
+        std::set<std::string> types = TypesOf(s);
+        // `not integer` would need the non-integral numbers (1.5, 15e-1), which no
+        // automaton can tell from integral ones (100e-2) in general: they are left out, a
+        // documented narrowing.
+        if (types.count("integer")) types.insert("number");
+        std::set<std::string> other;
+        for (const char* t : kTypes) {
+          if (!types.count(t) && std::string(t) != "integer") other.insert(t);
+        }
+        if (!other.empty()) branches.push_back(Obj({{"type", TypeValue(other)}}));
+      } else if (k == "const" || k == "enum") {
+        if (k == "enum" && !v.IsArray()) return std::nullopt;
+        branches.push_back(Obj({{"not", Obj({{"enum", k == "const" ? Arr({v}) : v}})}}));
+      } else if (k == "required") {
+        if (!v.IsArray()) return std::nullopt;
+        for (const JsonValue& r : v.items) {
+          if (!r.IsString()) return std::nullopt;
+          branches.push_back(of_type("object", {{"properties", Obj({{r.text, BoolSchema(false)}})}}));
+        }
+      } else if (k == "properties") {
+        if (!v.IsObject()) return std::nullopt;
+        for (const auto& [name, sub] : v.members) {
+          std::optional<JsonValue> neg = Negation(sub, ptr + "/properties/" + EscapePointerToken(name), depth + 1);
+          if (!neg) return std::nullopt;
+          if (neg->IsBool() && !neg->boolean) continue;
+          branches.push_back(of_type("object", {{"required", Arr({Str(name)})}, {"properties", Obj({{name, *neg}})}}));
+        }
+      } else if (k == "not") {
+        branches.push_back(v);
+      } else if (k == "contains" || k == "items") {
+        // No item matches / some item fails.
+        if (k == "contains" && (s.Find("minContains") || s.Find("maxContains"))) return std::nullopt;
+        if (k == "items" && (!v.IsObject() && !v.IsBool())) return std::nullopt;  // draft 4 tuple form
+        if (k == "items" && s.Find("prefixItems")) return std::nullopt;
+        std::optional<JsonValue> neg = Negation(v, ptr + "/" + k, depth + 1);
+        if (!neg) return std::nullopt;
+        if (k == "contains") {
+          branches.push_back(of_type("array", {{"items", *neg}}));
+        } else if (!(neg->IsBool() && !neg->boolean)) {
+          branches.push_back(of_type("array", {{"contains", *neg}}));
+        }
+      } else if (k == "anyOf" || (k == "oneOf" && v.IsArray() && BranchesDisjoint(v.items))) {
+        if (!v.IsArray()) return std::nullopt;
+        JsonValue all = Arr({});
+        for (const JsonValue& br : v.items) {
+          std::optional<JsonValue> neg = Negation(br, ptr, depth + 1);
+          if (!neg) return std::nullopt;
+          all.items.push_back(*neg);
+        }
+        branches.push_back(Obj({{"allOf", all}}));
+      } else if (flipped_bounds.count(k)) {
+        if (!v.IsNumber()) return std::nullopt;  // draft 4's boolean exclusiveMinimum
+        auto [type, bound] = flipped_bounds.at(k);
+        branches.push_back(of_type(type, {{bound, v}}));
+      } else if (flipped_counts.count(k)) {
+        if (!v.IsNumber()) return std::nullopt;
+        auto [type, bound] = flipped_counts.at(k);
+        DecimalNumber d = ParseDecimal(v.text);
+        if (d.negative || d.exponent < 0 || d.digits.size() + d.exponent > 9) return std::nullopt;
+        int64_t n = d.digits.empty() ? 0 : std::stoll(d.digits);
+        for (int64_t e = 0; e < d.exponent; ++e) n *= 10;
+        if (k.compare(0, 3, "min") == 0) {
+          if (n > 0) branches.push_back(of_type(type, {{bound, Num(std::to_string(n - 1))}}));
+        } else {
+          branches.push_back(of_type(type, {{bound, Num(std::to_string(n + 1))}}));
+        }
+      } else {
+        return std::nullopt;
+      }
+    }
+    if (branches.empty()) return BoolSchema(false);
+    if (branches.size() == 1) return branches[0];
+    return Obj({{"anyOf", Arr(std::move(branches))}});
   }
 
   // ---------------------------------------------------------------- schemas
@@ -408,8 +629,16 @@ class SchemaCompiler {
     auto key = std::make_pair(&s, LayoutDepth(depth));
     auto it = memo_.find(key);
     if (it != memo_.end()) return b_.Ref(it->second);
+    // Merged copies (allOf, if) repeat the same subschemas at new addresses: share by content.
+    auto content_key = std::make_pair(DumpJson(s), LayoutDepth(depth));
+    auto same = memo_by_content_.find(content_key);
+    if (same != memo_by_content_.end()) {
+      memo_[key] = same->second;
+      return b_.Ref(same->second);
+    }
     int32_t rule = b_.NewRule(RuleNameFor(ptr.empty() ? "root_value" : ptr));
     memo_[key] = rule;
+    memo_by_content_[std::move(content_key)] = rule;
     b_.SetBody(rule, SchemaBody(s, ptr, depth));
     return b_.Ref(rule);
   }
@@ -465,7 +694,7 @@ class SchemaCompiler {
   // Keywords this front end refuses (other unknown keywords only annotate).
   void CheckKeywords(const JsonValue& s, const std::string& ptr) {
     static const std::set<std::string> unsupported = {
-        "if", "then", "else", "dependentSchemas", "dependencies", "unevaluatedProperties", "unevaluatedItems",
+        "unevaluatedProperties", "unevaluatedItems",
         "$dynamicRef", "$recursiveRef"};
     for (const auto& [k, v] : s.members) {
       if (unsupported.count(k)) {
@@ -503,13 +732,39 @@ class SchemaCompiler {
       return false;
     };
     std::vector<JsonValue> va, vb;
-    if (values(a, &va) && values(b, &vb)) {
+    bool finite_a = values(a, &va), finite_b = values(b, &vb);
+    if (finite_a && finite_b) {
       for (const auto& x : va) for (const auto& y : vb) if (JsonEqual(x, y)) return false;
       return true;
     }
-    // Objects with a property required in both whose value sets share nothing.
+    // Values that the other side's `not: {enum: [...]}` excludes, every one of them.
+    auto excluded_by = [](const std::vector<JsonValue>& vs, const JsonValue& s) {
+      const JsonValue* n = s.Find("not");
+      const JsonValue* ex = n ? OnlyEnum(*n) : nullptr;
+      if (!ex) return false;
+      for (const JsonValue& v : vs) {
+        bool hit = false;
+        for (const JsonValue& x : ex->items) hit = hit || JsonEqual(v, x);
+        if (!hit) return false;
+      }
+      return true;
+    };
+    if ((finite_a && excluded_by(va, b)) || (finite_b && excluded_by(vb, a))) return true;
+    // Objects with a property required in both whose value sets share nothing, or required
+    // by one side and forbidden (`false`) by the other.
     const JsonValue *pa = a.Find("properties"), *pb = b.Find("properties");
     const JsonValue *ra = a.Find("required"), *rb = b.Find("required");
+    auto forbids = [](const JsonValue* required, const JsonValue* props) {
+      if (!required || !props || !required->IsArray() || !props->IsObject()) return false;
+      for (const JsonValue& name : required->items) {
+        const JsonValue* p = name.IsString() ? props->Find(name.text) : nullptr;
+        if (p && p->IsBool() && !p->boolean) return true;
+      }
+      return false;
+    };
+    bool objects_only = !ta.count("string") && !ta.count("number") && !ta.count("null") && !ta.count("boolean") &&
+                        !ta.count("array");
+    if (objects_only && (forbids(ra, pb) || forbids(rb, pa))) return true;
     if (pa && pb && ra && rb && ra->IsArray() && rb->IsArray() && !ta.count("string") && !ta.count("number")) {
       for (const JsonValue& name : ra->items) {
         bool in_b = false;
@@ -522,22 +777,105 @@ class SchemaCompiler {
     return false;
   }
 
+  // The `enum` of a schema that has only an enum (and annotations), else nullptr.
+  static const JsonValue* OnlyEnum(const JsonValue& s) {
+    const JsonValue* en = s.IsObject() ? s.Find("enum") : nullptr;
+    for (const auto& m : s.members) {
+      if (m.first != "enum" && !kAnnotations.count(m.first)) return nullptr;
+    }
+    return en && en->IsArray() ? en : nullptr;
+  }
+
   int32_t NotSchema(const JsonValue& s, const JsonValue& n, const std::string& ptr, int depth) {
-    std::set<std::string> types = TypesOf(s);
-    if (n.IsBool()) return n.boolean ? Nothing(&b_) : Typed(WithoutKey(s, "not"), types, ptr, depth);
-    bool only_type = n.IsObject() && n.Find("type");
-    for (const auto& m : n.members) only_type = only_type && (m.first == "type" || kAnnotations.count(m.first));
-    if (!only_type) {
-      Unsupported("`not` other than `not: {type: ...}`", ptr + "/not");
-      return Typed(WithoutKey(s, "not"), types, ptr, depth);
-    }
-    std::set<std::string> excluded = TypesOf(n);
-    std::set<std::string> kept;
-    for (const auto& t : types) {
-      if (!excluded.count(t)) kept.insert(t);
-    }
     const JsonValue* rest = Keep(WithoutKey(s, "not"));
-    return Typed(*rest, kept, ptr, depth);
+    if (const JsonValue* excluded = OnlyEnum(n)) return Excluding(*rest, *excluded, ptr, depth);
+    // Negation writes `not` only around enums, which the next call takes directly; the
+    // bound stops a `not` that this front end does not simplify.
+    std::optional<JsonValue> neg = not_depth_ < kMaxMergeDepth ? Negation(n, ptr + "/not", depth) : std::nullopt;
+    if (!neg) {
+      Unsupported("`not` of a schema this front end cannot negate", ptr + "/not");
+      return Schema(*rest, ptr, depth);
+    }
+    ++not_depth_;
+    int32_t out = Schema(*Keep(AllOf(*rest, *neg)), ptr, depth);
+    --not_depth_;
+    return out;
+  }
+
+  // The values valid under `s` other than `excluded` (the `not: {enum: [...]}` that
+  // Negation writes for const and enum).
+  int32_t Excluding(const JsonValue& s, const JsonValue& excluded, const std::string& ptr, int depth) {
+    if (!excluded.IsArray()) Fail("enum must be an array", ptr + "/not/enum");
+    auto is_excluded = [&](const JsonValue& v) {
+      for (const JsonValue& x : excluded.items) {
+        if (JsonEqual(x, v)) return true;
+      }
+      return false;
+    };
+    const JsonValue* en = s.Find("enum");
+    const JsonValue* co = s.Find("const");
+    if (en || co) {
+      JsonValue kept = Arr({});
+      for (const JsonValue& v : co ? std::vector<JsonValue>{*co} : en->items) {
+        if (!is_excluded(v)) kept.items.push_back(v);
+      }
+      JsonValue narrowed = WithoutKey(WithoutKey(s, "const"), "enum");
+      narrowed.members.emplace_back("enum", kept);
+      return Schema(*Keep(std::move(narrowed)), ptr, depth);
+    }
+    std::set<std::string> types = TypesOf(s);
+    std::set<std::string> strings;
+    std::vector<JsonValue> numbers;
+    bool structured = false;
+    for (const JsonValue& x : excluded.items) {
+      if (x.IsString()) strings.insert(x.text);
+      if (x.IsNumber()) numbers.push_back(x);
+      structured = structured || x.IsArray() || x.IsObject();
+    }
+    if (structured && (types.count("array") || types.count("object"))) {
+      Unsupported("`not` of an array or object value", ptr + "/not");
+    }
+    std::vector<int32_t> alts;
+    if (types.count("null") && !is_excluded(JsonValue{})) alts.push_back(b_.Bytes("null"));
+    for (bool b : {true, false}) {
+      if (types.count("boolean") && !is_excluded(BoolSchema(b))) alts.push_back(b_.Bytes(b ? "true" : "false"));
+    }
+    if (types.count("number") || types.count("integer")) {
+      const char* type = types.count("number") ? "number" : "integer";
+      if (numbers.empty()) {
+        alts.push_back(NumberExpr(s, !types.count("number"), ptr));
+      } else {
+        // Open intervals between the excluded values, each with the bounds of `s`.
+        std::sort(numbers.begin(), numbers.end(), [](const JsonValue& a, const JsonValue& b) {
+          return CompareDecimal(ParseDecimal(a.text), ParseDecimal(b.text)) < 0;
+        });
+        JsonValue numeric = WithoutKey(s, "type");
+        numeric.members.emplace_back("type", Str(type));
+        for (size_t i = 0; i <= numbers.size(); ++i) {
+          JsonValue piece = Obj({});
+          if (i > 0) piece.members.emplace_back("exclusiveMinimum", numbers[i - 1]);
+          if (i < numbers.size()) piece.members.emplace_back("exclusiveMaximum", numbers[i]);
+          alts.push_back(Schema(*Keep(AllOf(numeric, piece)), ptr, depth));
+        }
+      }
+    }
+    if (types.count("string")) {
+      bool constrained = s.Find("pattern") || s.Find("minLength") || s.Find("maxLength") ||
+                         (s.Find("format") && s.Find("format")->IsString() && JsonFormatEbnf(s.Find("format")->text));
+      if (strings.empty()) {
+        alts.push_back(StringExpr(s, ptr));
+      } else if (constrained) {
+        Unsupported("`not` of string values beside pattern / format / minLength / maxLength", ptr + "/not");
+        alts.push_back(StringExpr(s, ptr));
+      } else {
+        alts.push_back(KeyNotIn(strings));
+      }
+    }
+    if (types.count("array")) alts.push_back(ArrayExpr(s, ptr, depth));
+    if (types.count("object")) alts.push_back(ObjectExpr(s, ptr, depth));
+    alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
+    if (alts.empty()) return Nothing(&b_);
+    return b_.Choice(alts);
   }
 
   static JsonValue WithoutKey(const JsonValue& s, const std::string& key) {
@@ -1036,12 +1374,26 @@ class SchemaCompiler {
         }
         other = cut;
       }
-      alts.push_back(b_.Seq({text_.CharIn(other), free_tail}));
+      alts.push_back(b_.Seq({OtherChars(other), free_tail}));
       return b_.Choice(alts);
     };
     std::vector<size_t> all(words.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
     return b_.Seq({b_.Bytes("\""), node(all, 0), b_.Bytes("\"")});
+  }
+
+  // A rule for the JSON characters in `ranges`, one per distinct set: the trie of
+  // KeyNotIn asks for "every character but these few" at each node.
+  int32_t OtherChars(const std::vector<CodepointRange>& ranges) {
+    std::vector<std::pair<uint32_t, uint32_t>> key;
+    for (auto r : ranges) key.push_back({r.lo, r.hi});
+    auto it = other_chars_.find(key);
+    if (it == other_chars_.end()) {
+      int32_t rule = b_.NewRule("json_char_but");
+      b_.SetBody(rule, text_.CharIn(ranges));
+      it = other_chars_.emplace(key, rule).first;
+    }
+    return b_.Ref(it->second);
   }
 
   // Declared properties in order (required ones always, optional ones maybe), then any
@@ -1122,11 +1474,14 @@ class SchemaCompiler {
   IrBuilder b_;
   JsonText text_;
   std::map<std::pair<const JsonValue*, int>, int32_t> memo_;
+  std::map<std::pair<std::string, int>, int32_t> memo_by_content_;
   std::map<std::string, const JsonValue*> ids_;
   std::map<std::string, int32_t> formats_;
   std::map<const JsonValue*, const JsonValue*> flattened_;
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
+  int not_depth_ = 0;  // NotSchema calls in progress
+  std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
 };
 
 }  // namespace
