@@ -1,4 +1,5 @@
 #include "engine/compiled_grammar_impl.h"
+#include "support/thread_pool.h"
 #include "xgr2/matcher.h"
 
 namespace xgr2 {
@@ -44,6 +45,21 @@ void CompiledGrammar::PrecomputeAll(int num_threads) const {
 
 void CompiledGrammar::PrecomputeCostliest(int64_t count, int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeCostliest(count, num_threads);
+}
+
+std::shared_ptr<BackgroundJob> CompiledGrammar::PrecomputeInBackground(int64_t count, int num_threads) const {
+  std::vector<int32_t> nodes;
+  if (impl_->mask_cache) {
+    nodes = count < 0 ? impl_->mask_cache->MissingNodes() : impl_->mask_cache->CostliestNodes(count);
+  }
+  auto n = static_cast<int64_t>(nodes.size());
+  std::weak_ptr<const CompiledGrammarImpl> weak = impl_;
+  return RunInBackground(n, num_threads, [weak, nodes = std::move(nodes)](int64_t k) {
+    std::shared_ptr<const CompiledGrammarImpl> impl = weak.lock();  // alive for this piece
+    if (!impl) return false;  // dropped: stop
+    impl->mask_cache->Get(nodes[k], true);
+    return true;
+  });
 }
 
 int64_t CompiledGrammar::CacheMemoryBytes() const {

@@ -271,15 +271,15 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   return *fresh;
 }
 
-void TokenMaskCache::PrecomputeAll(int num_threads) const {
+std::vector<int32_t> TokenMaskCache::MissingNodes() const {
   std::vector<int32_t> nodes;
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
     if (fsm_.HasEdges(i) && !masks_[i].load(std::memory_order_acquire)) nodes.push_back(i);
   }
-  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
+  return nodes;
 }
 
-void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
+std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
   // Tokens per first byte: the sizes of the trie's top-level subtrees.
   const TokenTrie& t = tok_.trie();
   std::array<int64_t, 256> tokens_by_byte{};
@@ -290,8 +290,7 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   EarleyParser parser(fsm_, ThreadScratch());
   EarleySet parent, seeded;
   parent.parent = &parent;
-  for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
-    if (!fsm_.HasEdges(i) || masks_[i].load(std::memory_order_acquire)) continue;
+  for (int32_t i : MissingNodes()) {
     parser.Seed(i, &parent, &seeded);
     int64_t estimate = 0;
     for (int b = 0; b < 256; ++b) {
@@ -301,7 +300,19 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   }
   size_t n = static_cast<size_t>(std::clamp<int64_t>(count, 0, static_cast<int64_t>(cost.size())));
   std::partial_sort(cost.begin(), cost.begin() + n, cost.end());
-  ParallelFor(static_cast<int64_t>(n), num_threads, [&](int64_t k) { Get(cost[k].second, true); });
+  std::vector<int32_t> nodes(n);
+  for (size_t k = 0; k < n; ++k) nodes[k] = cost[k].second;
+  return nodes;
+}
+
+void TokenMaskCache::PrecomputeAll(int num_threads) const {
+  std::vector<int32_t> nodes = MissingNodes();
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
+}
+
+void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
+  std::vector<int32_t> nodes = CostliestNodes(count);
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
 }
 
 const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,

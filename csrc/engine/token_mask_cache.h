@@ -77,6 +77,10 @@ class TokenMaskCache {
   // Computes the `count` node masks estimated costliest: by the number of tokens whose
   // first byte the node's closure can scan (what a classification walk must enter).
   void PrecomputeCostliest(int64_t count, int num_threads = 0) const;
+  // The nodes PrecomputeAll would compute now, and the `count` of them
+  // PrecomputeCostliest would (costliest first): a background job's pieces.
+  std::vector<int32_t> MissingNodes() const;
+  std::vector<int32_t> CostliestNodes(int64_t count) const;
   // Writes (ORs) the text tokens allowed from `set` into `words`.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 
