@@ -74,6 +74,9 @@ class CompiledGrammarCore:
     def num_cached_node_masks(self) -> int: ...
 
     @property
+    def num_automaton_nodes(self) -> int: ...
+
+    @property
     def cache_memory_bytes(self) -> int: ...
 
     @property

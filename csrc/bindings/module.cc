@@ -347,6 +347,7 @@ NB_MODULE(_core, m) {
           "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false,
           "precompute_costliest"_a = 0)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
+      .def_prop_ro("num_automaton_nodes", &CompiledGrammar::NumAutomatonNodes)
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def("precompute_all", &CompiledGrammar::PrecomputeAll, "num_threads"_a = 0,

@@ -39,6 +39,8 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
   return impl_->mask_cache ? impl_->mask_cache->NumComputed() : 0;
 }
 
+int32_t CompiledGrammar::NumAutomatonNodes() const { return impl_->fsm().NumNodes(); }
+
 void CompiledGrammar::PrecomputeAll(int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeAll(num_threads);
 }

@@ -31,6 +31,7 @@ class CompiledGrammar {
   CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                   CompileOptions options = {});
   int32_t NumCachedNodeMasks() const;
+  int32_t NumAutomatonNodes() const;
   // Computes every node mask not computed yet (no-op without a mask cache).
   void PrecomputeAll(int num_threads = 0) const;
   // Computes the node masks estimated to be the `count` costliest (see TokenMaskCache).
