@@ -348,6 +348,8 @@ NB_MODULE(_core, m) {
           "precompute_costliest"_a = 0)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
       .def_prop_ro("num_automaton_nodes", &CompiledGrammar::NumAutomatonNodes)
+      .def("_make_lookup_keys", &CompiledGrammar::MakeLookupKeys, "radius"_a, "repeats"_a,
+           nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def("precompute_all", &CompiledGrammar::PrecomputeAll, "num_threads"_a = 0,

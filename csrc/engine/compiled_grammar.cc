@@ -41,6 +41,10 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
 
 int32_t CompiledGrammar::NumAutomatonNodes() const { return impl_->fsm().NumNodes(); }
 
+int64_t CompiledGrammar::MakeLookupKeys(int32_t radius, int repeats) const {
+  return xgr2::MakeLookupKeys(impl_->fsm(), impl_->tokenizer->max_token_bytes(), radius, repeats);
+}
+
 void CompiledGrammar::PrecomputeAll(int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeAll(num_threads);
 }

@@ -214,16 +214,20 @@ namespace {
 // `": " value` node is shared whatever properties follow it. `find` and `insert` are the
 // pool's methods for the kind of result; compute(dist, &radius) walks. *radius: how far
 // the result's walk reached, -1 when unknown. `also` is appended to every key: whatever
-// else the result depends on.
+// else the result depends on. `reach`: the most bytes a walk scans (the longest token);
+// an item after d bytes is at a node at most d away, so no farther distance matters.
 template <class T, class Compute>
 std::shared_ptr<const T> SharedByReach(
-    const GrammarFsm& fsm, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
+    const GrammarFsm& fsm, int32_t reach, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
     const std::string& also, NodeMaskPool& pool,
     std::shared_ptr<const T> (NodeMaskPool::*find)(const std::string&, const NodeMaskPool::KeyAt&, int32_t*),
     std::shared_ptr<const T> (NodeMaskPool::*insert)(const std::string&, int32_t, const std::string&,
                                                      std::shared_ptr<const T>),
     Compute&& compute, int32_t* radius) {
-  std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
+  // Not bounded by kMaxKeyRadius: a classification that reaches further gets no key
+  // of its own, but its exact radius still keys the context walks that depend on it
+  // (UncertainIn).
+  ByteDistances dist(fsm, roots, call_targets, reach, kMaxKeyNodes);
   auto key_at = [&](int32_t r) {
     std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
     return key.empty() ? key : key + also;
@@ -246,6 +250,22 @@ std::shared_ptr<const T> SharedByReach(
 
 }  // namespace
 
+int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats) {
+  int64_t nodes = 0;
+  size_t sink = 0;
+  for (int k = 0; k < repeats; ++k) {
+    nodes = 0;
+    for (int32_t n = 0; n < fsm.NumNodes(); ++n) {
+      if (!fsm.HasEdges(n)) continue;
+      ++nodes;
+      ByteDistances dist(fsm, {n}, nullptr, reach, kMaxKeyNodes);
+      sink += BallKey(fsm, {n}, nullptr, dist, 1, kMaxKeyNodes).size();
+      sink += BallKey(fsm, {n}, nullptr, dist, radius, kMaxKeyNodes).size();
+    }
+  }
+  return sink ? nodes : nodes;  // the keys are used: not optimized away
+}
+
 const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
@@ -255,7 +275,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   if (!inner) {
     int32_t radius = -1;
     auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, dist, r); };
-    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", pool, &NodeMaskPool::Find,
+    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool, &NodeMaskPool::Find,
                                                            &NodeMaskPool::Insert, classify, &radius));
   }
   auto* fresh = new NodeMask{inner, {}, all_contexts};
@@ -356,12 +376,13 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
   }
   int32_t inner_radius = mask.inner->radius;
-  std::string inner_key =
-      BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius), inner_radius, kMaxKeyNodes);
+  std::string inner_key;
+  if (inner_radius != INT32_MAX) {
+    inner_key = BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius, kMaxKeyNodes),
+                        inner_radius, kMaxKeyNodes);
+  }
   int32_t radius = -1;
-  found = SharedByReach<std::vector<int32_t>>(
-      fsm_, roots, &call_targets_, inner_key, pool, &NodeMaskPool::FindContext, &NodeMaskPool::InsertContext,
-      [&](const int32_t* dist, int32_t* r) -> List {
+  auto compute = [&](const int32_t* dist, int32_t* r) -> List {
         auto narrowed = std::make_shared<std::vector<int32_t>>();
         if (mask.has_uncertain) {
           ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
@@ -376,8 +397,13 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
           if (inner_key.empty()) *r = -1;
         }
         return narrowed;
-      },
-      &radius);
+      };
+  // Without the classification's key, what decided the crossing tokens is unknown:
+  // nothing to share by reach (and no lookup, which would leave that part out).
+  found = inner_key.empty() ? compute(nullptr, &radius)
+                            : SharedByReach<std::vector<int32_t>>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_key, pool,
+                                                                  &NodeMaskPool::FindContext,
+                                                                  &NodeMaskPool::InsertContext, compute, &radius);
   found = pool.InsertSameList(same, std::move(found));
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));

@@ -62,6 +62,13 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
                                      const InnerMask& inner, const int32_t* dist = nullptr,
                                      int32_t* radius = nullptr);
 
+// Makes the keys a pool lookup of each node's classification makes (its byte
+// distances up to `reach`, the longest token, the radius-1 index key and the key at
+// `radius`), `repeats` times; returns
+// the number of nodes keyed per repeat. For benchmarks: the cost per key should not
+// grow with the automata.
+int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats);
+
 class TokenMaskCache {
  public:
   TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok);
