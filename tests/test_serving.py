@@ -129,3 +129,27 @@ def test_precompute_job_bad_arguments(byte_tokenizer_info):
     assert job.done()
     job.cancel()  # cancelling a finished job is harmless
     assert job.done()
+
+
+def test_interpreter_exits_cleanly_during_background_precompute(tmp_path):
+    from conftest import llama3_tokenizer_path
+
+    """A worker must never release the grammar's last reference (which holds Python
+    objects): at interpreter exit that aborted the process."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit_early.py"
+    script.write_text(
+        "import xgr2\n"
+        f"tok = xgr2.TokenizerInfo.from_tokenizer_json({llama3_tokenizer_path()!r})\n"
+        "rules = ' | '.join(f'\"k{k}=\" s{k}' for k in range(200))\n"
+        "body = '\\n'.join(f's{k} ::= \"x\" [^\"\\\\u{0x4e00 + k:04x}]* \"y\"' for k in range(200))\n"
+        "compiled = xgr2.compile('root ::= ' + rules + '\\n' + body, tok)\n"
+        "job = compiled.precompute_masks(background=True)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for _ in range(3):
+        result = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr

@@ -59,11 +59,22 @@ std::shared_ptr<BackgroundJob> CompiledGrammar::PrecomputeInBackground(int64_t c
     nodes = count < 0 ? impl_->mask_cache->MissingNodes() : impl_->mask_cache->CostliestNodes(count);
   }
   auto n = static_cast<int64_t>(nodes.size());
-  std::weak_ptr<const CompiledGrammarImpl> weak = impl_;
-  return RunInBackground(n, num_threads, [weak, nodes = std::move(nodes)](int64_t k) {
-    std::shared_ptr<const CompiledGrammarImpl> impl = weak.lock();  // alive for this piece
-    if (!impl) return false;  // dropped: stop
-    impl->mask_cache->Get(nodes[k], true);
+  // Not owned: see Liveness.
+  const TokenMaskCache* cache = impl_->mask_cache.get();
+  return RunInBackground(n, num_threads, [live = impl_->liveness, cache, nodes = std::move(nodes)](int64_t k) {
+    {
+      std::lock_guard<std::mutex> lock(live->mu);
+      if (!live->alive) return false;  // the grammar is gone: stop
+      ++live->running;
+    }
+    struct Leave {
+      Liveness* live;
+      ~Leave() {
+        std::lock_guard<std::mutex> lock(live->mu);
+        if (--live->running == 0) live->idle.notify_all();
+      }
+    } leave{live.get()};
+    cache->Get(nodes[k], true);
     return true;
   });
 }
