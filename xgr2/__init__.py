@@ -24,7 +24,7 @@ except ImportError as _error:  # a source tree without its compiled engine
     ) from _error
 from ._batch import batch_advance, batch_fill_bitmask
 from ._bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
-from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, compile
+from ._compiler import CacheInfo, CompiledGrammar, Compiler, MatcherState, PrecomputeJob, compile
 from ._errors import (
     GrammarError,
     InvalidTokenError,
@@ -50,6 +50,7 @@ __all__ = [
     "GrammarError",
     "InvalidTokenError",
     "MatcherState",
+    "PrecomputeJob",
     "RegexError",
     "SchemaError",
     "SchemaWarning",

@@ -20,6 +20,40 @@ _PRECOMPUTE_MODES = ("none", "all")
 _REFRESH = 64  # Compiler: inserts between exact recounts of the cache's bytes
 
 
+class PrecomputeJob:
+    """A background precompute started by :meth:`CompiledGrammar.precompute_masks`.
+
+    Thread-safe. It does not keep its grammar alive: once the grammar is freed, the job
+    stops after the node mask it is computing (if any).
+    """
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.BackgroundJob):
+        self._core = core
+
+    def join(self, timeout: float | None = None) -> None:
+        """Waits until the job is done (or ``timeout`` seconds), like ``Thread.join``."""
+        self._core.wait(timeout)
+
+    def done(self) -> bool:
+        """Whether the job has finished, was cancelled or stopped: no piece runs or will."""
+        return self._core.done()
+
+    def is_alive(self) -> bool:
+        """``not done()``, like ``Thread.is_alive``."""
+        return not self._core.done()
+
+    def cancel(self) -> None:
+        """Starts no further node mask; the one being computed (if any) finishes."""
+        self._core.cancel()
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """(node masks computed by this job, node masks it was started with)."""
+        return self._core.pieces_done, self._core.num_pieces
+
+
 class CompiledGrammar:
     """A grammar bound to a tokenizer's vocabulary. Immutable and thread-safe.
 
@@ -69,30 +103,30 @@ class CompiledGrammar:
         return self._core.memory_bytes
 
     def precompute_masks(self, count: int | None = None, *, num_threads: int = 0,
-                         background: bool = False) -> threading.Thread | None:
-        """Computes node masks not computed yet, on a thread pool, the GIL released.
+                         background: bool = False) -> PrecomputeJob | None:
+        """Computes node masks not computed yet, on the engine's thread pool, the GIL released.
 
         Args:
             count: ``None`` computes all of them; a number computes that many of the
                 nodes estimated costliest (those whose closure can scan the first bytes
                 of the most tokens, such as the inside of a string).
             num_threads: threads of the pool (0: all cores).
-            background: run on a new thread, so the caller can prefill the model
-                meanwhile; join the returned thread to wait. States stay usable during it
-                (a node mask needed early is computed on demand).
+            background: return at once with a :class:`PrecomputeJob`, so the caller can
+                prefill the model meanwhile. The job runs one node mask at a time on the
+                pool's workers whenever no foreground call (a batch fill, another
+                grammar's work) needs them, so it does not delay other requests; it
+                stops when cancelled or when this grammar is freed. States stay usable
+                during it (a node mask needed early is computed on demand).
         """
+        if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+            raise ValueError(f"count must be None or a non-negative int, got {count!r}")
+        if background:
+            return PrecomputeJob(self._core.precompute_in_background(-1 if count is None else count, num_threads))
         if count is None:
-            work, args = self._core.precompute_all, (num_threads,)
+            self._core.precompute_all(num_threads)
         else:
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise ValueError(f"count must be None or a non-negative int, got {count!r}")
-            work, args = self._core.precompute_costliest, (count, num_threads)
-        if not background:
-            work(*args)
-            return None
-        thread = threading.Thread(target=work, args=args, daemon=True)
-        thread.start()
-        return thread
+            self._core.precompute_costliest(count, num_threads)
+        return None
 
     def initial_state(self) -> MatcherState:
         """The state before any token: an immutable :class:`MatcherState`."""

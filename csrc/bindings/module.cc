@@ -347,13 +347,31 @@ NB_MODULE(_core, m) {
           "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false,
           "precompute_costliest"_a = 0)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
+      .def_prop_ro("num_automaton_nodes", &CompiledGrammar::NumAutomatonNodes)
+      .def("_make_lookup_keys", &CompiledGrammar::MakeLookupKeys, "radius"_a, "repeats"_a,
+           nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("cache_memory_bytes", &CompiledGrammar::CacheMemoryBytes)
       .def_prop_ro("memory_bytes", &CompiledGrammar::MemoryBytes)
       .def("precompute_all", &CompiledGrammar::PrecomputeAll, "num_threads"_a = 0,
            nb::call_guard<nb::gil_scoped_release>())
       .def("precompute_costliest", &CompiledGrammar::PrecomputeCostliest, "count"_a, "num_threads"_a = 0,
            nb::call_guard<nb::gil_scoped_release>())
+      .def("precompute_in_background", &CompiledGrammar::PrecomputeInBackground, "count"_a, "num_threads"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>())
       .def("initial_state", [](const CompiledGrammar& c) { return MatcherState(c); });
+
+  nb::class_<BackgroundJob>(m, "BackgroundJob", "A job on the engine's shared thread pool; see xgr2.PrecomputeJob.")
+      .def("cancel", &BackgroundJob::Cancel)
+      .def("done", &BackgroundJob::Done)
+      .def(
+          "wait",
+          [](const BackgroundJob& job, std::optional<double> timeout) {
+            nb::gil_scoped_release release;
+            return job.Wait(timeout ? std::max(0.0, *timeout) : -1.0);
+          },
+          nb::arg("timeout").none() = nb::none())
+      .def_prop_ro("pieces_done", &BackgroundJob::PiecesDone)
+      .def_prop_ro("num_pieces", &BackgroundJob::NumPieces);
 
   nb::class_<MatcherState>(m, "MatcherState",
                            "An immutable point of a constrained decoding; see xgr2.MatcherState docs.")

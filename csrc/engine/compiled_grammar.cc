@@ -1,4 +1,5 @@
 #include "engine/compiled_grammar_impl.h"
+#include "support/thread_pool.h"
 #include "xgr2/matcher.h"
 
 namespace xgr2 {
@@ -38,12 +39,44 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
   return impl_->mask_cache ? impl_->mask_cache->NumComputed() : 0;
 }
 
+int32_t CompiledGrammar::NumAutomatonNodes() const { return impl_->fsm().NumNodes(); }
+
+int64_t CompiledGrammar::MakeLookupKeys(int32_t radius, int repeats) const {
+  return xgr2::MakeLookupKeys(impl_->fsm(), impl_->tokenizer->max_token_bytes(), radius, repeats);
+}
+
 void CompiledGrammar::PrecomputeAll(int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeAll(num_threads);
 }
 
 void CompiledGrammar::PrecomputeCostliest(int64_t count, int num_threads) const {
   if (impl_->mask_cache) impl_->mask_cache->PrecomputeCostliest(count, num_threads);
+}
+
+std::shared_ptr<BackgroundJob> CompiledGrammar::PrecomputeInBackground(int64_t count, int num_threads) const {
+  std::vector<int32_t> nodes;
+  if (impl_->mask_cache) {
+    nodes = count < 0 ? impl_->mask_cache->MissingNodes() : impl_->mask_cache->CostliestNodes(count);
+  }
+  auto n = static_cast<int64_t>(nodes.size());
+  // Not owned: see Liveness.
+  const TokenMaskCache* cache = impl_->mask_cache.get();
+  return RunInBackground(n, num_threads, [live = impl_->liveness, cache, nodes = std::move(nodes)](int64_t k) {
+    {
+      std::lock_guard<std::mutex> lock(live->mu);
+      if (!live->alive) return false;  // the grammar is gone: stop
+      ++live->running;
+    }
+    struct Leave {
+      Liveness* live;
+      ~Leave() {
+        std::lock_guard<std::mutex> lock(live->mu);
+        if (--live->running == 0) live->idle.notify_all();
+      }
+    } leave{live.get()};
+    cache->Get(nodes[k], true);
+    return true;
+  });
 }
 
 int64_t CompiledGrammar::CacheMemoryBytes() const {

@@ -1,5 +1,7 @@
 #pragma once
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 
 #include "engine/earley.h"
 #include "engine/token_mask_cache.h"
@@ -9,7 +11,29 @@
 
 namespace xgr2 {
 
+// Lets background jobs use a grammar without owning it: its last owner may hold Python
+// objects (the tokenizer), whose release needs the GIL, which a pool worker must never
+// take (at interpreter exit it would be killed). A piece checks `alive` and counts
+// itself in `running`; the grammar's destructor clears `alive` and waits for those
+// running (at most one node mask each).
+struct Liveness {
+  std::mutex mu;
+  std::condition_variable idle;
+  bool alive = true;
+  int running = 0;
+};
+
 struct CompiledGrammarImpl {
+  CompiledGrammarImpl() = default;
+  CompiledGrammarImpl(const CompiledGrammarImpl&) = delete;
+  CompiledGrammarImpl& operator=(const CompiledGrammarImpl&) = delete;
+  ~CompiledGrammarImpl() {
+    std::unique_lock<std::mutex> lock(liveness->mu);
+    liveness->alive = false;
+    liveness->idle.wait(lock, [&] { return liveness->running == 0; });
+  }
+  std::shared_ptr<Liveness> liveness = std::make_shared<Liveness>();
+
   GrammarPtr grammar;
   TokenizerPtr tokenizer;
   std::shared_ptr<const GrammarFsm> fsm_owner;

@@ -214,16 +214,20 @@ namespace {
 // `": " value` node is shared whatever properties follow it. `find` and `insert` are the
 // pool's methods for the kind of result; compute(dist, &radius) walks. *radius: how far
 // the result's walk reached, -1 when unknown. `also` is appended to every key: whatever
-// else the result depends on.
+// else the result depends on. `reach`: the most bytes a walk scans (the longest token);
+// an item after d bytes is at a node at most d away, so no farther distance matters.
 template <class T, class Compute>
 std::shared_ptr<const T> SharedByReach(
-    const GrammarFsm& fsm, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
+    const GrammarFsm& fsm, int32_t reach, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
     const std::string& also, NodeMaskPool& pool,
     std::shared_ptr<const T> (NodeMaskPool::*find)(const std::string&, const NodeMaskPool::KeyAt&, int32_t*),
     std::shared_ptr<const T> (NodeMaskPool::*insert)(const std::string&, int32_t, const std::string&,
                                                      std::shared_ptr<const T>),
     Compute&& compute, int32_t* radius) {
-  std::vector<int32_t> dist = ByteDistances(fsm, roots, call_targets);
+  // Not bounded by kMaxKeyRadius: a classification that reaches further gets no key
+  // of its own, but its exact radius still keys the context walks that depend on it
+  // (UncertainIn).
+  ByteDistances dist(fsm, roots, call_targets, reach, kMaxKeyNodes);
   auto key_at = [&](int32_t r) {
     std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
     return key.empty() ? key : key + also;
@@ -246,6 +250,22 @@ std::shared_ptr<const T> SharedByReach(
 
 }  // namespace
 
+int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats) {
+  int64_t nodes = 0;
+  size_t sink = 0;
+  for (int k = 0; k < repeats; ++k) {
+    nodes = 0;
+    for (int32_t n = 0; n < fsm.NumNodes(); ++n) {
+      if (!fsm.HasEdges(n)) continue;
+      ++nodes;
+      ByteDistances dist(fsm, {n}, nullptr, reach, kMaxKeyNodes);
+      sink += BallKey(fsm, {n}, nullptr, dist, 1, kMaxKeyNodes).size();
+      sink += BallKey(fsm, {n}, nullptr, dist, radius, kMaxKeyNodes).size();
+    }
+  }
+  return sink ? nodes : nodes;  // the keys are used: not optimized away
+}
+
 const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
@@ -255,7 +275,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   if (!inner) {
     int32_t radius = -1;
     auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, dist, r); };
-    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", pool, &NodeMaskPool::Find,
+    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool, &NodeMaskPool::Find,
                                                            &NodeMaskPool::Insert, classify, &radius));
   }
   auto* fresh = new NodeMask{inner, {}, all_contexts};
@@ -271,15 +291,15 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   return *fresh;
 }
 
-void TokenMaskCache::PrecomputeAll(int num_threads) const {
+std::vector<int32_t> TokenMaskCache::MissingNodes() const {
   std::vector<int32_t> nodes;
   for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
     if (fsm_.HasEdges(i) && !masks_[i].load(std::memory_order_acquire)) nodes.push_back(i);
   }
-  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
+  return nodes;
 }
 
-void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
+std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
   // Tokens per first byte: the sizes of the trie's top-level subtrees.
   const TokenTrie& t = tok_.trie();
   std::array<int64_t, 256> tokens_by_byte{};
@@ -290,8 +310,7 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   EarleyParser parser(fsm_, ThreadScratch());
   EarleySet parent, seeded;
   parent.parent = &parent;
-  for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
-    if (!fsm_.HasEdges(i) || masks_[i].load(std::memory_order_acquire)) continue;
+  for (int32_t i : MissingNodes()) {
     parser.Seed(i, &parent, &seeded);
     int64_t estimate = 0;
     for (int b = 0; b < 256; ++b) {
@@ -301,7 +320,19 @@ void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
   }
   size_t n = static_cast<size_t>(std::clamp<int64_t>(count, 0, static_cast<int64_t>(cost.size())));
   std::partial_sort(cost.begin(), cost.begin() + n, cost.end());
-  ParallelFor(static_cast<int64_t>(n), num_threads, [&](int64_t k) { Get(cost[k].second, true); });
+  std::vector<int32_t> nodes(n);
+  for (size_t k = 0; k < n; ++k) nodes[k] = cost[k].second;
+  return nodes;
+}
+
+void TokenMaskCache::PrecomputeAll(int num_threads) const {
+  std::vector<int32_t> nodes = MissingNodes();
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
+}
+
+void TokenMaskCache::PrecomputeCostliest(int64_t count, int num_threads) const {
+  std::vector<int32_t> nodes = CostliestNodes(count);
+  ParallelFor(static_cast<int64_t>(nodes.size()), num_threads, [&](int64_t k) { Get(nodes[k], true); });
 }
 
 const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,
@@ -345,12 +376,13 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
   }
   int32_t inner_radius = mask.inner->radius;
-  std::string inner_key =
-      BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius), inner_radius, kMaxKeyNodes);
+  std::string inner_key;
+  if (inner_radius != INT32_MAX) {
+    inner_key = BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius, kMaxKeyNodes),
+                        inner_radius, kMaxKeyNodes);
+  }
   int32_t radius = -1;
-  found = SharedByReach<std::vector<int32_t>>(
-      fsm_, roots, &call_targets_, inner_key, pool, &NodeMaskPool::FindContext, &NodeMaskPool::InsertContext,
-      [&](const int32_t* dist, int32_t* r) -> List {
+  auto compute = [&](const int32_t* dist, int32_t* r) -> List {
         auto narrowed = std::make_shared<std::vector<int32_t>>();
         if (mask.has_uncertain) {
           ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
@@ -365,8 +397,13 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
           if (inner_key.empty()) *r = -1;
         }
         return narrowed;
-      },
-      &radius);
+      };
+  // Without the classification's key, what decided the crossing tokens is unknown:
+  // nothing to share by reach (and no lookup, which would leave that part out).
+  found = inner_key.empty() ? compute(nullptr, &radius)
+                            : SharedByReach<std::vector<int32_t>>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_key, pool,
+                                                                  &NodeMaskPool::FindContext,
+                                                                  &NodeMaskPool::InsertContext, compute, &radius);
   found = pool.InsertSameList(same, std::move(found));
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));

@@ -62,6 +62,13 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
                                      const InnerMask& inner, const int32_t* dist = nullptr,
                                      int32_t* radius = nullptr);
 
+// Makes the keys a pool lookup of each node's classification makes (its byte
+// distances up to `reach`, the longest token, the radius-1 index key and the key at
+// `radius`), `repeats` times; returns
+// the number of nodes keyed per repeat. For benchmarks: the cost per key should not
+// grow with the automata.
+int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats);
+
 class TokenMaskCache {
  public:
   TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok);
@@ -77,6 +84,10 @@ class TokenMaskCache {
   // Computes the `count` node masks estimated costliest: by the number of tokens whose
   // first byte the node's closure can scan (what a classification walk must enter).
   void PrecomputeCostliest(int64_t count, int num_threads = 0) const;
+  // The nodes PrecomputeAll would compute now, and the `count` of them
+  // PrecomputeCostliest would (costliest first): a background job's pieces.
+  std::vector<int32_t> MissingNodes() const;
+  std::vector<int32_t> CostliestNodes(int64_t count) const;
   // Writes (ORs) the text tokens allowed from `set` into `words`.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 

@@ -1,5 +1,7 @@
 #include "grammar/fsm_key.h"
 
+#include <climits>
+#include <memory>
 #include <vector>
 
 namespace xgr2 {
@@ -78,25 +80,54 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
 
 }  // namespace
 
-std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                                   const std::vector<std::vector<int32_t>>* call_targets, int32_t bound) {
+// A dense distance array, INT32_MAX everywhere between uses; `written` lists the
+// entries to reset.
+struct ByteDistances::Scratch {
+  std::vector<int32_t> dist;
+  std::vector<int32_t> written;
+};
+
+namespace {
+
+// Free scratch arrays of this thread: several distance arrays may be alive at once.
+std::vector<std::unique_ptr<ByteDistances::Scratch>>& FreeScratch() {
+  thread_local std::vector<std::unique_ptr<ByteDistances::Scratch>> free;
+  return free;
+}
+
+}  // namespace
+
+ByteDistances::ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                             const std::vector<std::vector<int32_t>>* call_targets, int32_t max_radius,
+                             int32_t max_nodes) {
+  auto& free = FreeScratch();
+  if (free.empty()) free.push_back(std::make_unique<Scratch>());
+  scratch_ = free.back().release();
+  free.pop_back();
+  std::vector<int32_t>& dist = scratch_->dist;
+  std::vector<int32_t>& written = scratch_->written;
+  // Grows once per thread to the largest automata seen (amortized, not per call).
+  if (static_cast<int32_t>(dist.size()) < fsm.NumNodes()) dist.resize(fsm.NumNodes(), INT32_MAX);
+  dist_ = dist.data();
   // Dial's algorithm with two buckets: nodes at distance d (a stack: free moves push onto
   // it) and at d + 1.
-  std::vector<int32_t> dist(fsm.NumNodes(), INT32_MAX);
   thread_local std::vector<int32_t> now, later;
   now.clear();
   later.clear();
   auto relax = [&](int32_t n, int32_t d, std::vector<int32_t>& bucket) {
-    if (d >= dist[n] || d > bound) return;
+    if (d >= dist[n]) return;
+    if (dist[n] == INT32_MAX) written.push_back(n);
     dist[n] = d;
     bucket.push_back(n);
   };
   for (int32_t root : roots) relax(root, 0, now);
+  int32_t settled = 0;
   for (int32_t d = 0; !now.empty(); ++d) {
     while (!now.empty()) {
       int32_t n = now.back();
       now.pop_back();
       if (dist[n] != d) continue;  // reached again at a smaller distance
+      ++settled;
       for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
         const FsmEdge& edge = fsm.edges[e];
         if (edge.rule < 0) {
@@ -111,13 +142,24 @@ std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int3
         for (int32_t t : (*call_targets)[fsm.node_rule[n]]) relax(t, d, now);
       }
     }
+    // Every distance up to d is final here. Past the bounds no ball gets a key: what
+    // is only tentatively at d + 1 goes back to "far".
+    if (d >= max_radius || settled > max_nodes) {
+      for (int32_t n : later) dist[n] = INT32_MAX;
+      break;
+    }
     now.swap(later);
   }
-  return dist;
+}
+
+ByteDistances::~ByteDistances() {
+  for (int32_t n : scratch_->written) scratch_->dist[n] = INT32_MAX;
+  scratch_->written.clear();
+  FreeScratch().emplace_back(scratch_);
 }
 
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                    const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
+                    const std::vector<std::vector<int32_t>>* call_targets, const ByteDistances& dist,
                     int32_t radius, int32_t max_nodes) {
   return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.data(), radius);
 }

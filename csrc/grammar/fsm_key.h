@@ -2,6 +2,7 @@
 // (XGrammar-2 §3.3, the cross-grammar cache), bounded by how far a walk looked.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,11 +13,30 @@ namespace xgr2 {
 // The fewest bytes a parse from the `roots` must scan to have an item at each node:
 // byte edges cost 1, entering a callee 0, stepping over a call 1 (0 for a nullable
 // callee). With `call_targets` (the mask cache's generic context), a final node also
-// goes on, for free, at the nodes after every call of its rule. INT32_MAX for nodes
-// out of reach or past `bound`.
-std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                                   const std::vector<std::vector<int32_t>>* call_targets,
-                                   int32_t bound = INT32_MAX);
+// goes on, for free, at the nodes after every call of its rule.
+//
+// Only the balls a key can be made of are explored: distances are exact up to the
+// first radius past `max_radius` or whose ball has more than `max_nodes` nodes, and
+// INT32_MAX beyond (a walk that reaches there gets no key either way). The array is a
+// per-thread scratch, reset on destruction only where it was written, so the cost
+// follows the nodes inside those bounds, not the size of the automata.
+class ByteDistances {
+ public:
+  ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                const std::vector<std::vector<int32_t>>* call_targets, int32_t max_radius, int32_t max_nodes);
+  ~ByteDistances();
+  ByteDistances(const ByteDistances&) = delete;
+  ByteDistances& operator=(const ByteDistances&) = delete;
+
+  // Indexed by node, fsm.NumNodes() entries.
+  const int32_t* data() const { return dist_; }
+  int32_t operator[](int32_t node) const { return dist_[node]; }
+  struct Scratch;
+
+ private:
+  Scratch* scratch_;
+  const int32_t* dist_;
+};
 
 // The structure within `radius` of the roots (dist from ByteDistances with the same
 // roots and call_targets): those nodes numbered breadth-first from the roots, each with
@@ -27,7 +47,7 @@ std::vector<int32_t> ByteDistances(const GrammarFsm& fsm, const std::vector<int3
 // rules go on beyond: a classification walk that stayed within `radius` is shared by
 // all of them. "" past `max_nodes` nodes.
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                    const std::vector<std::vector<int32_t>>* call_targets, const std::vector<int32_t>& dist,
+                    const std::vector<std::vector<int32_t>>* call_targets, const ByteDistances& dist,
                     int32_t radius, int32_t max_nodes);
 
 // The whole automata, serialized: equal for grammars that parse alike in every

@@ -10,6 +10,7 @@
 
 namespace xgr2 {
 
+class BackgroundJob;
 struct CompiledGrammarImpl;
 struct GrammarFsm;
 class EarleySet;
@@ -30,10 +31,18 @@ class CompiledGrammar {
   CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                   CompileOptions options = {});
   int32_t NumCachedNodeMasks() const;
+  int32_t NumAutomatonNodes() const;
+  // Benchmark probe: makes every node's cross-grammar cache keys `repeats` times (see
+  // engine/token_mask_cache.h); returns the nodes keyed per repeat.
+  int64_t MakeLookupKeys(int32_t radius, int repeats) const;
   // Computes every node mask not computed yet (no-op without a mask cache).
   void PrecomputeAll(int num_threads = 0) const;
   // Computes the node masks estimated to be the `count` costliest (see TokenMaskCache).
   void PrecomputeCostliest(int64_t count, int num_threads = 0) const;
+  // The same (count < 0: all) as a background job on the shared pool, one node mask
+  // per piece, on up to num_threads workers while no foreground call needs them. The
+  // job does not keep the grammar alive: once the grammar is freed, it stops.
+  std::shared_ptr<BackgroundJob> PrecomputeInBackground(int64_t count, int num_threads = 0) const;
   int64_t CacheMemoryBytes() const;
   // Automata plus mask cache (grows as node masks are computed).
   int64_t MemoryBytes() const;
