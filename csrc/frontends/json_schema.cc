@@ -719,9 +719,43 @@ class SchemaCompiler {
     return true;
   }
 
+  // The JSON types `s` can match: its `type`, narrowed by the values of const / enum and
+  // by the branches of anyOf / oneOf.
+  std::set<std::string> PossibleTypes(const JsonValue& s, int depth) {
+    if (s.IsBool()) return s.boolean ? TypesOf(JsonValue{}) : std::set<std::string>{};
+    std::set<std::string> types = TypesOf(s);
+    std::vector<JsonValue> values;
+    if (const JsonValue* c = s.Find("const")) values.push_back(*c);
+    if (const JsonValue* e = s.Find("enum"); e && e->IsArray()) values = e->items;
+    if (s.Find("const") || s.Find("enum")) {
+      std::set<std::string> of_values;
+      for (const JsonValue& v : values) {
+        for (const char* t : kTypes) {
+          if (types.count(t) && HasType({t}, v)) of_values.insert(t);
+        }
+      }
+      types = of_values;
+    }
+    for (const char* k : {"anyOf", "oneOf"}) {
+      const JsonValue* branches = s.Find(k);
+      if (!branches || !branches->IsArray() || depth > 8) continue;
+      std::set<std::string> of_branches;
+      for (const JsonValue& br : branches->items) {
+        for (const auto& t : PossibleTypes(*Flatten(&br, "", 0), depth + 1)) of_branches.insert(t);
+      }
+      std::set<std::string> both;
+      for (const auto& t : types) {
+        if (of_branches.count(t) || (t == "integer" && of_branches.count("number"))) both.insert(t);
+      }
+      types = both;
+    }
+    if (types.count("number")) types.insert("integer");
+    return types;
+  }
+
   bool Disjoint(const JsonValue& a, const JsonValue& b) {
     if (a.IsBool() || b.IsBool()) return (a.IsBool() && !a.boolean) || (b.IsBool() && !b.boolean);
-    std::set<std::string> ta = TypesOf(a), tb = TypesOf(b);
+    std::set<std::string> ta = PossibleTypes(a, 0), tb = PossibleTypes(b, 0);
     bool overlap = false;
     for (const auto& t : ta) overlap = overlap || tb.count(t);
     if (!overlap) return true;
