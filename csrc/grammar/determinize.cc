@@ -73,7 +73,7 @@ class SetTable {
 // (the node after ':' and the one after ': ' in `":" ws value`). `stamp`/`epoch` give
 // an O(1) visited check without clearing.
 void Closure(const Nfa& nfa, const std::vector<uint8_t>& kept_nodes, std::vector<int32_t>* set,
-             std::vector<uint32_t>* stamp, uint32_t* epoch) {
+             std::vector<uint32_t>* stamp, uint32_t* epoch, int64_t* work, const std::string& rule_name) {
   uint32_t mark = ++*epoch;
   size_t kept = 0;
   for (int32_t n : *set) {
@@ -90,6 +90,12 @@ void Closure(const Nfa& nfa, const std::vector<uint8_t>& kept_nodes, std::vector
       }
     }
   }
+  *work += static_cast<int64_t>(set->size());
+  if (*work > GrammarLimits::kMaxDeterminizeWorkPerRule) {
+    throw GrammarError("grammar too large: rule `" + rule_name + "` is too ambiguous to determinize (more than " +
+                       std::to_string(GrammarLimits::kMaxDeterminizeWorkPerRule) +
+                       " NFA states visited; nested repetitions of overlapping alternatives?)");
+  }
   set->erase(std::remove_if(set->begin(), set->end(), [&](int32_t n) { return !kept_nodes[n]; }), set->end());
   std::sort(set->begin(), set->end());
 }
@@ -101,13 +107,14 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
   SetTable table;
   std::vector<uint32_t> stamp(nfa.NumNodes(), 0);
   uint32_t epoch = 0;
+  int64_t work = 0;  // NFA states visited by closures
   std::vector<uint8_t> kept(nfa.NumNodes(), 0);
   kept[nfa_final] = 1;
   for (int32_t n = 0; n < nfa.NumNodes(); ++n) {
     for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) kept[n] |= nfa.edges[e].rule != kNfaEpsilon;
   }
   std::vector<int32_t> set = {start};
-  Closure(nfa, kept, &set, &stamp, &epoch);
+  Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
   table.Intern(set, rule_name);
   dfa.begin.push_back(0);
 
@@ -146,7 +153,7 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
       if (active.empty()) continue;
       set.clear();
       for (const NfaEdge* e : active) set.push_back(e->target);
-      Closure(nfa, kept, &set, &stamp, &epoch);
+      Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
       int32_t t = table.Intern(set, rule_name);
       FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
       if (last && last->target == t && last->hi + 1 == lo) {
@@ -160,7 +167,7 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
       int32_t rule = rule_edges[i].first;
       set.clear();
       for (; i < rule_edges.size() && rule_edges[i].first == rule; ++i) set.push_back(rule_edges[i].second);
-      Closure(nfa, kept, &set, &stamp, &epoch);
+      Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
       dfa.edges.push_back({0, 0, rule, table.Intern(set, rule_name)});
     }
     dfa.final.push_back(std::binary_search(members.begin(), members.end(), nfa_final));

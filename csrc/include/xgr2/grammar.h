@@ -65,6 +65,9 @@ struct GrammarLimits {
   static constexpr int32_t kMaxRepeat = 1000000000;    // largest finite bound in {m,n} (compressed, grammar/repetition.h)
   static constexpr int64_t kMaxNfaNodes = 2000000;     // total NFA nodes while building FSMs
   static constexpr int64_t kMaxDfaNodesPerRule = 200000;
+  // NFA states visited by the epsilon closures of one rule's subset construction: bounds
+  // its work when states are few but their sets large (nested ambiguous repetitions).
+  static constexpr int64_t kMaxDeterminizeWorkPerRule = 10000000;
   static constexpr int32_t kMaxNesting = 1000;         // parenthesis depth in EBNF text
 };
 
