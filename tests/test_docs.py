@@ -10,6 +10,7 @@ import pytest
 CORE_MODULES = [
     "xgr2",
     "xgr2._batch",
+    "xgr2._tree_masks",
     "xgr2._bitmask",
     "xgr2._grammar",
     "xgr2._tokenizer",
