@@ -17,7 +17,7 @@ CORE_MODULES = [
     "xgr2._compiler",
     "xgr2._errors",
 ]
-JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling"]
+JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder"]
 # The xgr2.jax package docstring only describes the layout; its submodules hold the examples.
 NO_EXAMPLES_EXPECTED = {"xgr2.jax"}
 
