@@ -128,6 +128,7 @@ def test_bad_input(schema_grammar):
         dec.commit(np.array([1.0, 2.0]))
     with pytest.raises(xgr2.TokenRejectedError, match="row 1"):
         dec.commit(np.array([ord("{"), ord("x")]))
+    assert dec.token_ids == [[], []] and len(dec.states[0]) == 0  # nothing changed
     with pytest.raises(xgr2.InvalidTokenError):
         dec.commit(np.array([300, ord("{")]))
     with pytest.raises(TypeError, match="CompiledGrammar"):

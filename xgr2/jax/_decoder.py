@@ -163,21 +163,23 @@ class ConstrainedDecoder:
         if tokens.shape != (self.batch,) or not np.issubdtype(tokens.dtype, np.integer):
             raise ValueError(f"tokens must be integer [{self.batch}], got {tokens.dtype} {tokens.shape}")
         feed = np.full(self.batch, self.pad_token_id, np.int32)
-        rows = [r for r in range(self.batch) if self.finish_reasons[r] is None]
-        stuck = [r for r in rows if tokens[r] == -1]
-        for r in stuck:
-            self.finish_reasons[r] = "no_tokens"
-        rows = [r for r in rows if tokens[r] != -1]
+        live = [r for r in range(self.batch) if self.finish_reasons[r] is None]
+        rows = [r for r in live if tokens[r] != -1]
+        # Everything is checked before any row changes, so an error leaves the decoder as it was.
         if self.constrained and rows:
             new = xgr2.batch_advance([self.states[r] for r in rows], tokens[rows], num_threads=self.num_threads)
             for r, s in zip(rows, new):
                 if s is None:
                     raise xgr2.TokenRejectedError(f"row {r}: token {int(tokens[r])} is not allowed by the grammar")
+            for r, s in zip(rows, new):
                 self.states[r] = s
         elif rows:
             bad = [r for r in rows if not 0 <= tokens[r] < self.vocab_size]
             if bad:
                 raise xgr2.InvalidTokenError(f"row {bad[0]}: token id {int(tokens[bad[0]])} is outside the vocabulary")
+        for r in live:
+            if tokens[r] == -1:
+                self.finish_reasons[r] = "no_tokens"
         for r in rows:
             token = int(tokens[r])
             self._record(r, [token], self._take(r, [token])[1])
@@ -249,23 +251,26 @@ class ConstrainedDecoder:
 
         Raises:
           ValueError: an accepted node has no state in ``masks`` (verify a tree pruned
-            with ``valid & masks.visited`` when ``max_nodes`` truncates).
+            with ``valid & masks.visited`` when ``max_nodes`` truncates); no row changes.
         """
         tokens = np.asarray(tree.tokens)
         paths = np.asarray(result.accepted_nodes)
         lengths = np.asarray(result.accept_len)
         bonus = np.asarray(result.bonus_token)
         emitted: list[list[int]] = [[] for _ in range(self.batch)]
+        plans = []  # checked for every row before any row changes
         for r in range(self.batch):
             if self.finish_reasons[r] is not None:
                 continue
             nodes = [int(n) for n in paths[r, 1 : int(lengths[r]) + 1]]
             path_tokens = [int(tokens[r, n]) for n in nodes]
             taken, reason = self._take(r, path_tokens)
-            nodes, path_tokens = nodes[:taken], path_tokens[:taken]
-            state = masks.states[r][nodes[-1] if nodes else 0]
+            last = nodes[taken - 1] if taken else 0
+            state = masks.states[r][last]
             if state is None:
-                raise ValueError(f"row {r}: accepted node {nodes[-1] if nodes else 0} has no state in the tree masks")
+                raise ValueError(f"row {r}: accepted node {last} has no state in the tree masks")
+            plans.append((r, path_tokens[:taken], reason, state))
+        for r, path_tokens, reason, state in plans:
             self.states[r] = state
             self._record(r, path_tokens, reason)
             emitted[r] = path_tokens
