@@ -10,13 +10,14 @@ import pytest
 CORE_MODULES = [
     "xgr2",
     "xgr2._batch",
+    "xgr2._tree_masks",
     "xgr2._bitmask",
     "xgr2._grammar",
     "xgr2._tokenizer",
     "xgr2._compiler",
     "xgr2._errors",
 ]
-JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling"]
+JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder"]
 # The xgr2.jax package docstring only describes the layout; its submodules hold the examples.
 NO_EXAMPLES_EXPECTED = {"xgr2.jax"}
 

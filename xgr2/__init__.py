@@ -36,6 +36,7 @@ from ._errors import (
 )
 from ._grammar import Grammar, SchemaWarning
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
+from ._tree_masks import TreeMasks, tree_masks
 
 _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError)
 
@@ -57,6 +58,7 @@ __all__ = [
     "TokenRejectedError",
     "TokenizerError",
     "TokenizerInfo",
+    "TreeMasks",
     "Xgr2Error",
     "allocate_token_bitmask",
     "batch_advance",
@@ -64,4 +66,5 @@ __all__ = [
     "bitmask_to_bool",
     "compile",
     "get_bitmask_shape",
+    "tree_masks",
 ]

@@ -11,6 +11,9 @@ def batch_fill_bitmask(states: Sequence[MatcherState], out: object | None, rows:
 
 def batch_advance(states: Sequence[MatcherState], tokens: Sequence[int], num_threads: int) -> list[MatcherState | None]: ...
 
+def tree_masks(states: Sequence[MatcherState | None], parents: Annotated[NDArray[numpy.int32], dict(shape=(None, None), order='C', device='cpu')], tokens: Annotated[NDArray[numpy.int32], dict(shape=(None, None), order='C', device='cpu')], valid: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu')], bitmask: Annotated[NDArray[numpy.int32], dict(shape=(None, None, None), order='C', device='cpu')], admissible: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu')], visited: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu')], max_nodes: int, num_threads: int) -> tuple[list[list[MatcherState | None]], list[bool]]:
+    """Fills bitmask [B, N, W], admissible and visited [B, N] for a batch of draft trees; returns (states per row and node, truncated per row). See xgr2.tree_masks."""
+
 class GrammarIR:
     @staticmethod
     def from_ebnf(text: object, root: object) -> GrammarIR: ...

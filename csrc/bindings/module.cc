@@ -24,6 +24,10 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using namespace xgr2;
 
+namespace xgr2 {
+void BindTreeMasks(nb::module_& m);  // csrc/bindings/tree_masks.cc
+}
+
 namespace {
 
 // Python exception classes from xgr2/_errors.py, registered at import.
@@ -219,6 +223,7 @@ NB_MODULE(_core, m) {
   m.def("_set_error_types", &SetErrorTypes);
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
+  BindTreeMasks(m);
   m.def("json_format_ebnf", [](const std::string& format) -> std::optional<std::string> {
     const char* text = JsonFormatEbnf(format);
     if (!text) return std::nullopt;

@@ -1,9 +1,10 @@
 """Constrained (or free) sampling from a model, overlapping host mask work with the device.
 
 Each step: the jitted decode step for step t is dispatched (JAX returns at once and the
-device computes in the background); meanwhile the host fills step t's bitmask, one
-immutable :class:`xgr2.MatcherState` per batch row; then ``xgr2.jax.sample`` picks the
-tokens among the allowed ones and the states advance.
+device computes in the background); meanwhile :class:`xgr2.jax.ConstrainedDecoder` fills
+step t's bitmask from its batch of immutable :class:`xgr2.MatcherState` (one per row);
+then ``xgr2.jax.sample`` picks the tokens among the allowed ones and the decoder commits
+them (advancing the states, ending rows on stop tokens or ``max_tokens``).
 """
 
 from __future__ import annotations
@@ -113,8 +114,7 @@ def generate(
       the text of each row (stop token excluded) and the run's :class:`GenerationStats`.
     """
     info = compiled_grammar.tokenizer_info
-    vocab_bytes, stops = info.decoded_vocab, set(info.stop_token_ids)
-    pad = min(stops) if stops else 0
+    vocab_bytes = info.decoded_vocab
     if model.cfg.vocab_size != info.vocab_size:
         raise ValueError(f"model logits width {model.cfg.vocab_size} != tokenizer info vocab_size {info.vocab_size}")
     prompt_ids = tokenizer.encode(prompt).ids
@@ -140,48 +140,32 @@ def generate(
     warm, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
     warm.block_until_ready()
 
-    states = [compiled_grammar.initial_state() for _ in range(batch)] if constrained else None
-    active = [True] * batch
-    out_ids: list[list[int]] = [[] for _ in range(batch)]
+    decoder = xgr2.jax.ConstrainedDecoder(compiled_grammar, batch, max_tokens=max_tokens, constrained=constrained)
     stream = _Utf8Stream(vocab_bytes, on_text)
     pos = len(prompt_ids)
     t0 = time.perf_counter()
-    for step in range(max_tokens):
+    while True:
         # The device is computing `logits` (dispatched at the end of the previous step).
+        t_mask = time.perf_counter()
+        bitmask = decoder.next_bitmask()  # finished rows (and unconstrained runs) allow all
         if constrained:
-            t_mask = time.perf_counter()
-            for row, state in enumerate(states):
-                if active[row]:
-                    state.fill_bitmask(bitmask, row)
             stats.mask_s += time.perf_counter() - t_mask
-        tokens = np.array(xgr2.jax.sample(jax.random.fold_in(key, step), logits, bitmask,
-                                            temperature=temperature))  # waits for the device
-        for row in range(batch):
-            if not active[row]:
-                tokens[row] = pad  # keep feeding a valid id; its output is ignored
-                continue
-            token = int(tokens[row])
-            stats.tokens += 1
-            stats.decode_tokens += int(step > 0)
-            if constrained:
-                states[row] = states[row].advance(token)
-                done = states[row].is_terminated
-            else:
-                done = token in stops
-            if done:
-                active[row] = False
-                bitmask[row] = -1  # the row's output is ignored from now on
-            else:
-                out_ids[row].append(token)
-        if not any(active) or step == max_tokens - 1:
+        live = int(decoder.active.sum())
+        step = decoder.num_steps
+        sampled = xgr2.jax.sample(jax.random.fold_in(key, step), logits, bitmask, temperature=temperature)
+        tokens = decoder.commit(sampled)  # waits for the device; finished rows are fed the pad id
+        stats.tokens += live
+        stats.decode_tokens += live if step > 0 else 0
+        if decoder.done:
             break
         logits, cache = model.decode_step(tokens, pos, cache)  # async: overlaps the next mask fill
         pos += 1
         stats.steps += 1
-        stream.update(out_ids[0])  # host work also overlaps the device
+        stream.update(decoder.token_ids[0])  # host work also overlaps the device
     stats.decode_s = time.perf_counter() - t0
+    out_ids = decoder.token_ids
     stream.update(out_ids[0], final=True)
-    stats.finished = [not a for a in active]
+    stats.finished = [reason == "stop" for reason in decoder.finish_reasons]
     stats.token_ids = out_ids
     texts = [b"".join(vocab_bytes[t] for t in ids).decode("utf-8", errors="replace") for ids in out_ids]
     return texts, stats
