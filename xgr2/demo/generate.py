@@ -140,7 +140,7 @@ def generate(
     warm, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
     warm.block_until_ready()
 
-    states = [compiled_grammar.initial_state() for _ in range(batch)] if constrained else None
+    states = [compiled_grammar.initial_state() for _ in range(batch)] if constrained else []
     active = [True] * batch
     out_ids: list[list[int]] = [[] for _ in range(batch)]
     stream = _Utf8Stream(vocab_bytes, on_text)

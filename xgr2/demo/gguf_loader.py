@@ -84,6 +84,8 @@ class Checkpoint:
             return SentencePieceTokenizer(self.sentencepiece_model, bos_id=self.hparams.get("bos_token_id"))
         from tokenizers import Tokenizer
 
+        if self.tokenizer_json is None:
+            raise ValueError("this checkpoint has no tokenizer")
         return Tokenizer.from_str(self.tokenizer_json)
 
     def tokenizer_info(self, tokenizer: Any = None):
@@ -202,7 +204,7 @@ def _remove_stale_entries(entry: Path, stem: str) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
+def read_gguf(path: str | os.PathLike[str], progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
     """Reads and dequantizes a GGUF file (llama or gemma3 architecture)."""
     import gguf
 
@@ -231,9 +233,9 @@ def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda 
 
     tokens, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type")
     hparams.setdefault("vocab_size", len(tokens))  # gemma3 GGUFs do not say it
-    stops = [field("tokenizer.ggml.eos_token_id")]
-    stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>") if t in tokens]
-    stops = tuple(dict.fromkeys(stops))
+    stop_ids = [field("tokenizer.ggml.eos_token_id")]
+    stop_ids += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>") if t in tokens]
+    stops: tuple[int, ...] = tuple(dict.fromkeys(stop_ids))
     if field("tokenizer.ggml.model") == "llama":  # SentencePiece
         from .sentencepiece_tokenizer import model_proto
 
@@ -266,7 +268,7 @@ def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {t: i for i, t in enumerate(tokens)}
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges]))
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for a, b in (m.split(" ", 1) for m in merges)]))
     tk.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
@@ -282,7 +284,8 @@ def _save(entry: Path, checkpoint: Checkpoint) -> None:
     """Writes a cache entry atomically (a temporary folder renamed into place)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-    np.savez(tmp / "weights.npz", **checkpoint.weights)
+    arrays: dict[str, Any] = dict(checkpoint.weights)  # (np.savez's stub takes its keywords for options)
+    np.savez(tmp / "weights.npz", **arrays)
     meta = {"hparams": checkpoint.hparams, "tokenizer_json": checkpoint.tokenizer_json,
             "stop_token_ids": list(checkpoint.stop_token_ids), "chat_template": checkpoint.chat_template}
     (tmp / "meta.json").write_text(json.dumps(meta))
