@@ -30,7 +30,7 @@ jsonschema = pytest.importorskip("jsonschema")
 from xgr2.demo import gemma3, gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_SCHEMA, FEW_SHOT_PROMPT, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
-from model_checks import greedy_cached_and_full  # noqa: E402
+from model_checks import assert_speed_ratio, greedy_cached_and_full  # noqa: E402
 
 # --- no model needed: a tiny random Gemma 3 -----------------------------------------------
 
@@ -210,7 +210,6 @@ def test_gemma_kv_cache_decode_matches_full_forward(gemma):
     greedy, step_logits, full = greedy_cached_and_full(model, prompt_ids, _max_len(tokenizer), BATCH)
     assert np.argmax(full, axis=-1).tolist() == greedy
     np.testing.assert_allclose(step_logits, full, atol=2e-3, rtol=0)
-    assert tokenizer.decode(greedy).startswith('{"name": "')  # the model follows the few-shot pattern
 
 
 @pytest.mark.integration
@@ -236,3 +235,4 @@ def test_gemma_cli_regex(gemma, capsys):
     constrained_row = next(line for line in out.splitlines() if line.startswith("constrained "))
     assert constrained_row.split()[-1] == "1/1"  # re.fullmatch accepted the output
     assert "re.fullmatch" in out
+    assert_speed_ratio(out)

@@ -302,3 +302,58 @@ def test_threads_share_states(which, request):
         assert results[k] == expected, f"thread {k} saw different results than the sequential run"
     # The shared states themselves are unchanged.
     assert run_states(states, plans, tok, np.zeros((1, width), np.int32), 0, range(n)) == expected
+
+
+# ---------------------------------------------------------------------------------------
+# Every public value rejects attribute assignment and deletion.
+
+
+def _public_instances():
+    """One instance of every public class of xgr2 and xgr2.jax (exceptions aside)."""
+    import jax
+    import jax.numpy as jnp
+
+    import xgr2.jax as xjax
+
+    tok = xgr2.TokenizerInfo([b"a", b"b", b"</s>"], stop_token_ids=[2])
+    grammar = xgr2.Grammar.from_ebnf('root ::= "a" "b"*')
+    compiler = xgr2.Compiler(tok)
+    compiled = compiler.compile(grammar)
+    tree = xjax.DraftTree.from_parents([-1, 0], tokens=[0, 1])
+    return [
+        tok, grammar, compiler, compiled, compiled.initial_state(), compiler.cache_info(),
+        tok.cross_grammar_cache_info(), tree,
+        xjax.verify_tree(jax.random.key(0), jnp.zeros((1, 2, 3), jnp.float32), jnp.full((1, 2, 1), -1, jnp.int32),
+                         tree),
+    ]
+
+
+def _public_classes():
+    import inspect
+
+    import xgr2.jax as xjax
+
+    out = set()
+    for module in (xgr2, xjax):
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) and not issubclass(obj, (BaseException, Warning)):
+                out.add(obj)
+    return out
+
+
+def test_public_values_reject_attribute_assignment():
+    pytest.importorskip("jax")
+    instances = _public_instances()
+    assert {type(v) for v in instances} == _public_classes(), "a public class has no instance in this test"
+    for value in instances:
+        names = [n for n in dir(value) if not n.startswith("__")] + ["new_attribute"]
+        for name in names:
+            with pytest.raises(AttributeError):
+                setattr(value, name, None)
+            if name != "new_attribute":
+                with pytest.raises(AttributeError):
+                    delattr(value, name)
+    tok, _, _, compiled, *_ = instances
+    assert compiled.tokenizer_info is tok  # unchanged by the attempts
+    assert compiled.initial_state().advance(0).can_terminate

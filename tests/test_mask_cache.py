@@ -1,6 +1,6 @@
 """The adaptive token-mask cache gives exactly the masks of the uncached full walk.
 
-Every mode is compared with `mask_cache=False` (the whole vocabulary walked by the
+Every mode is compared with `_compile_full_walk` (the whole vocabulary walked by the
 full parser at each state): JIT (`precompute="none"`), all node masks precomputed, and
 a compiled grammar whose node masks were filled by earlier walks (cache hits).
 """
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import xgr2
 from grammars import EBNF
+from xgr2._compiler import _compile_full_walk as full_walk
 
 # Grammars that stress the context-dependent (uncertain) tokens: rules ending inside
 # tokens, shared sub-rules with different followers, recursion through the root,
@@ -32,7 +33,7 @@ def allowed(state, vocab_size):
 
 
 def compare_walks(tokenizer_info, grammar_text, seeds, steps):
-    reference = xgr2.compile(grammar_text, tokenizer_info, mask_cache=False)
+    reference = full_walk(grammar_text, tokenizer_info)
     lazy = xgr2.compile(grammar_text, tokenizer_info)
     eager = xgr2.compile(grammar_text, tokenizer_info, precompute="all")
     some = xgr2.compile(grammar_text, tokenizer_info, precompute=3)  # the 3 costliest now
@@ -169,8 +170,8 @@ def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):
     # Another grammar, another context: the string body's masks come from the cache.
     second = xgr2.compile(f'root ::= "[" str "]"\n{body}', tok)
     state = second.initial_state().advance_text('["ab')
-    assert np.array_equal(state.bitmask(), xgr2.compile(f'root ::= "[" str "]"\n{body}', tok,
-                                                        mask_cache=False).initial_state().advance_text('["ab').bitmask())
+    reference = full_walk(f'root ::= "[" str "]"\n{body}', tok)
+    assert np.array_equal(state.bitmask(), reference.initial_state().advance_text('["ab').bitmask())
     after = tok.cross_grammar_cache_info()
     assert after.hits > before.hits
     tok.clear_cross_grammar_cache()
@@ -190,7 +191,7 @@ def test_node_masks_are_shared_as_far_as_the_tokens_reach():
     grammars = ['root ::= "[" [0-9]+ ",hx]"', 'root ::= "[" [0-9]+ ",hx}"', 'root ::= "[" [0-9]+ ",hy]"']
     hits = []
     for text in grammars + grammars[::-1]:
-        expected = xgr2.compile(text, tok, mask_cache=False).initial_state().advance_text("[1").bitmask()
+        expected = full_walk(text, tok).initial_state().advance_text("[1").bitmask()
         state = xgr2.compile(text, tok).initial_state().advance_text("[1")
         before = tok.cross_grammar_cache_info().hits
         assert np.array_equal(state.bitmask(), expected), text
@@ -215,7 +216,7 @@ def test_a_grammar_compiled_again_reuses_its_masks(llama3_tokenizer_info):
     again = masks()
     after = tok.cross_grammar_cache_info()
     assert after.misses == before.misses and after.hits > before.hits
-    reference = xgr2.compile(xgr2.Grammar.builtin_json(), tok, mask_cache=False)
+    reference = full_walk(xgr2.Grammar.builtin_json(), tok)
     for p, a, b in zip(prefixes, first, again):
         expected = reference.initial_state().advance_text(p).bitmask()
         assert np.array_equal(a, expected) and np.array_equal(b, expected), p
@@ -229,7 +230,7 @@ def test_a_recompiled_grammar_reuses_masks_that_have_no_structural_key():
     vocab = [bytes([b]) for b in range(32, 127)] + [w[:n].encode() for w in words[::37] for n in (2, 3)]
     tok = xgr2.TokenizerInfo(vocab)
     text = "root ::= " + " | ".join(f'"{w}"' for w in words)
-    expected = xgr2.compile(text, tok, mask_cache=False).initial_state().bitmask()
+    expected = full_walk(text, tok).initial_state().bitmask()
     for _ in range(2):
         before = tok.cross_grammar_cache_info()
         state = xgr2.Compiler(tok, cache_limit_bytes=0).compile(text).initial_state()
@@ -249,7 +250,7 @@ def test_shared_context_tokens_depend_on_what_follows_the_callers():
     grammars = {sep: f'root ::= pair ("{sep}" pair)*{body}' for sep in "&|"}
     for sep in "&|&|":
         text = grammars[sep]
-        reference = xgr2.compile(text, tok, mask_cache=False)
+        reference = full_walk(text, tok)
         cached = xgr2.compile(text, tok)
         for prefix in ('"k"="v', '"k"="', '"k"="v"' + sep + '"a"="b'):
             expected = reference.initial_state().advance_text(prefix).bitmask()

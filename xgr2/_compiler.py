@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from . import _core
 from ._errors import Xgr2Error
+from ._frozen import Frozen, init_slots
 from ._grammar import Grammar
 from ._tokenizer import TokenizerInfo
 
@@ -54,7 +55,7 @@ class PrecomputeJob:
         return self._core.pieces_done, self._core.num_pieces
 
 
-class CompiledGrammar:
+class CompiledGrammar(Frozen):
     """A grammar bound to a tokenizer's vocabulary. Immutable and thread-safe.
 
     Its token-mask cache fills in as states need node masks (``precompute="none"``) or
@@ -68,19 +69,38 @@ class CompiledGrammar:
     True
     """
 
-    __slots__ = ("_core", "grammar", "tokenizer_info", "precompute", "mask_cache")
+    __slots__ = ("_core", "_grammar", "_tokenizer_info", "_precompute", "_mask_cache")
+    _core: _core.CompiledGrammarCore
+    _grammar: Grammar
+    _tokenizer_info: TokenizerInfo
+    _precompute: str | int
+    _mask_cache: bool
 
     def __init__(self, grammar: Grammar, tokenizer_info: TokenizerInfo, *, precompute: str | int = "none",
-                 mask_cache: bool = True):
+                 _mask_cache: bool = True):
+        # _mask_cache=False: every mask walks the whole vocabulary (slow; the tests' reference).
         _check_precompute(precompute)
-        self.grammar = grammar
-        self.tokenizer_info = tokenizer_info
-        self.precompute = precompute
-        self.mask_cache = bool(mask_cache)
-        self._core = _core.CompiledGrammarCore(
-            grammar._ir, tokenizer_info._core, mask_cache=self.mask_cache, precompute_all=precompute == "all",
+        core = _core.CompiledGrammarCore(
+            grammar._ir, tokenizer_info._core, mask_cache=bool(_mask_cache), precompute_all=precompute == "all",
             precompute_costliest=precompute if isinstance(precompute, int) else 0,
         )
+        init_slots(self, _core=core, _grammar=grammar, _tokenizer_info=tokenizer_info, _precompute=precompute,
+                   _mask_cache=bool(_mask_cache))
+
+    @property
+    def grammar(self) -> Grammar:
+        """The grammar compiled."""
+        return self._grammar
+
+    @property
+    def tokenizer_info(self) -> TokenizerInfo:
+        """The vocabulary it was compiled for."""
+        return self._tokenizer_info
+
+    @property
+    def precompute(self) -> str | int:
+        """The ``precompute`` option it was compiled with."""
+        return self._precompute
 
     @property
     def vocab_size(self) -> int:
@@ -132,23 +152,32 @@ class CompiledGrammar:
         """The state before any token: an immutable :class:`MatcherState`."""
         return self._core.initial_state()
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., CompiledGrammar], tuple[Any, ...]]:
         args = (PICKLE_FORMAT_VERSION, str(self.grammar), self.grammar.root, self.tokenizer_info,
-                self.precompute, self.mask_cache)
+                self.precompute, self._mask_cache)
         return (_restore_compiled_grammar, args)
 
     def __repr__(self) -> str:
         return f"CompiledGrammar(root={self.grammar.root!r}, vocab_size={self.vocab_size})"
 
 
-def _restore_compiled_grammar(version, text, root, tokenizer_info, precompute, mask_cache) -> CompiledGrammar:
+def _restore_compiled_grammar(version: int, text: str, root: str, tokenizer_info: TokenizerInfo,
+                              precompute: str | int, mask_cache: bool) -> CompiledGrammar:
     if version != PICKLE_FORMAT_VERSION:
         raise Xgr2Error(
             f"this CompiledGrammar was pickled in format version {version}, but this xgr2 reads version "
             f"{PICKLE_FORMAT_VERSION}: compile the grammar again"
         )
     grammar = Grammar.from_ebnf(text, root=root)
-    return CompiledGrammar(grammar, tokenizer_info, precompute=precompute, mask_cache=mask_cache)
+    return CompiledGrammar(grammar, tokenizer_info, precompute=precompute, _mask_cache=mask_cache)
+
+
+def _compile_full_walk(grammar: Grammar | str, tokenizer_info: TokenizerInfo) -> CompiledGrammar:
+    """Tests only: a compiled grammar whose masks walk the whole vocabulary at every state,
+    without the token-mask cache (the reference that the cached masks are compared with)."""
+    if isinstance(grammar, str):
+        grammar = Grammar.from_ebnf(grammar)
+    return CompiledGrammar(grammar, tokenizer_info, _mask_cache=False)
 
 
 class CacheInfo(NamedTuple):
@@ -161,7 +190,22 @@ class CacheInfo(NamedTuple):
     limit_bytes: int
 
 
-class Compiler:
+class _LruCache:
+    """A :class:`Compiler`'s mutable part: its entries and statistics, under ``lock``."""
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[str, str, str | int], CompiledGrammar] = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        # Bytes of the cached entries as of their insertion (masks computed later grow
+        # them): a running total, refreshed from the entries every _REFRESH inserts, so a
+        # compile costs O(1) here rather than a sum over the whole cache.
+        self.bytes = 0
+        self.inserts = 0
+
+
+class Compiler(Frozen):
     """Compiles grammars for one tokenizer, keeping recent results in an LRU cache.
 
     The cache is keyed by the grammar's normalized text, root and options, holds at
@@ -177,25 +221,29 @@ class Compiler:
     1
     """
 
+    __slots__ = ("_tokenizer_info", "_cache_limit_bytes", "_lru")
+    _tokenizer_info: TokenizerInfo
+    _cache_limit_bytes: int
+    _lru: _LruCache
+
     def __init__(self, tokenizer_info: TokenizerInfo, *, cache_limit_bytes: int = 512 << 20):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise TypeError(f"expected xgr2.TokenizerInfo, got {type(tokenizer_info).__name__}")
         if cache_limit_bytes < 0:
             raise ValueError(f"cache_limit_bytes must be >= 0, got {cache_limit_bytes}")
-        self.tokenizer_info = tokenizer_info
-        self.cache_limit_bytes = int(cache_limit_bytes)
-        self._cache: OrderedDict[tuple, CompiledGrammar] = OrderedDict()
-        self._lock = threading.Lock()
-        self._hits = 0
-        self._misses = 0
-        # Bytes of the cached entries as of their insertion (masks computed later grow
-        # them): a running total, refreshed from the entries every _REFRESH inserts, so a
-        # compile costs O(1) here rather than a sum over the whole cache.
-        self._bytes = 0
-        self._inserts = 0
+        init_slots(self, _tokenizer_info=tokenizer_info, _cache_limit_bytes=int(cache_limit_bytes), _lru=_LruCache())
 
-    def compile(self, grammar: Grammar | str, *, precompute: str | int = "none",
-                mask_cache: bool = True) -> CompiledGrammar:
+    @property
+    def tokenizer_info(self) -> TokenizerInfo:
+        """The vocabulary this compiler compiles for."""
+        return self._tokenizer_info
+
+    @property
+    def cache_limit_bytes(self) -> int:
+        """The cache's byte limit (0: no cache)."""
+        return self._cache_limit_bytes
+
+    def compile(self, grammar: Grammar | str, *, precompute: str | int = "none") -> CompiledGrammar:
         """Compiles a :class:`Grammar` (or EBNF text with root rule ``root``).
 
         Args:
@@ -204,45 +252,45 @@ class Compiler:
                 first time a state needs it (JIT); ``"all"`` computes them all now, for a
                 flat per-token latency; a number computes that many of the costliest ones
                 now and the rest on first use (see :meth:`CompiledGrammar.precompute_masks`).
-            mask_cache: ``False`` computes every mask by walking the whole vocabulary
-                (slow; a reference for testing).
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar)
         if not isinstance(grammar, Grammar):
             raise TypeError(f"expected xgr2.Grammar or EBNF text, got {type(grammar).__name__}")
         _check_precompute(precompute)
+        lru = self._lru
         if self.cache_limit_bytes == 0:  # no cache: skip the key (printing the grammar)
-            with self._lock:
-                self._misses += 1
-            return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
-        key = (str(grammar), grammar.root, precompute, bool(mask_cache))
-        with self._lock:
-            cached = self._cache.get(key)
+            with lru.lock:
+                lru.misses += 1
+            return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute)
+        key = (str(grammar), grammar.root, precompute)
+        with lru.lock:
+            cached = lru.entries.get(key)
             if cached is not None:
-                self._cache.move_to_end(key)
-                self._hits += 1
+                lru.entries.move_to_end(key)
+                lru.hits += 1
                 return cached
-            self._misses += 1
-        compiled = CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute, mask_cache=mask_cache)
-        with self._lock:
-            cached = self._cache.get(key)  # another thread may have compiled it meanwhile
+            lru.misses += 1
+        compiled = CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute)
+        with lru.lock:
+            cached = lru.entries.get(key)  # another thread may have compiled it meanwhile
             if cached is not None:
                 return cached
             size = compiled.memory_bytes
             if size <= self.cache_limit_bytes:
-                self._cache[key] = compiled
-                self._bytes += size
-                self._inserts += 1
-                if self._inserts % _REFRESH == 0:
-                    self._bytes = sum(c.memory_bytes for c in self._cache.values())
+                lru.entries[key] = compiled
+                lru.bytes += size
+                lru.inserts += 1
+                if lru.inserts % _REFRESH == 0:
+                    lru.bytes = sum(c.memory_bytes for c in lru.entries.values())
                 self._evict()
         return compiled
 
     def _evict(self) -> None:
-        while self._bytes > self.cache_limit_bytes and self._cache:
-            _, oldest = self._cache.popitem(last=False)
-            self._bytes = max(0, self._bytes - oldest.memory_bytes)
+        lru = self._lru
+        while lru.bytes > self.cache_limit_bytes and lru.entries:
+            _, oldest = lru.entries.popitem(last=False)
+            lru.bytes = max(0, lru.bytes - oldest.memory_bytes)
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses, entries and bytes of the compile cache.
@@ -250,26 +298,28 @@ class Compiler:
         Cached grammars grow as their node masks are computed; the byte limit is enforced
         on a running total at each compile, recounted exactly every 64 inserts and here.
         """
-        with self._lock:
-            self._bytes = sum(c.memory_bytes for c in self._cache.values())  # exact, then enforced
+        lru = self._lru
+        with lru.lock:
+            lru.bytes = sum(c.memory_bytes for c in lru.entries.values())  # exact, then enforced
             self._evict()
-            return CacheInfo(self._hits, self._misses, len(self._cache), self._bytes, self.cache_limit_bytes)
+            return CacheInfo(lru.hits, lru.misses, len(lru.entries), lru.bytes, self.cache_limit_bytes)
 
     def clear_cache(self) -> None:
         """Drops every cached compiled grammar (statistics are kept)."""
-        with self._lock:
-            self._cache.clear()
-            self._bytes = 0
+        lru = self._lru
+        with lru.lock:
+            lru.entries.clear()
+            lru.bytes = 0
 
 
-def _check_precompute(precompute) -> None:
+def _check_precompute(precompute: object) -> None:
     if isinstance(precompute, bool) or not (precompute in _PRECOMPUTE_MODES or
                                             (isinstance(precompute, int) and precompute >= 0)):
         raise ValueError(f"precompute must be one of {_PRECOMPUTE_MODES} or a count >= 0, got {precompute!r}")
 
 
 def compile(  # noqa: A001
-    grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str | int = "none", mask_cache: bool = True
+    grammar: Grammar | str, tokenizer_info: TokenizerInfo, *, precompute: str | int = "none"
 ) -> CompiledGrammar:
     """Compiles ``grammar`` against ``tokenizer_info`` (no cache); see :meth:`Compiler.compile`."""
-    return Compiler(tokenizer_info, cache_limit_bytes=0).compile(grammar, precompute=precompute, mask_cache=mask_cache)
+    return Compiler(tokenizer_info, cache_limit_bytes=0).compile(grammar, precompute=precompute)

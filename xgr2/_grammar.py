@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from . import _core
 from ._errors import SchemaError
+from ._frozen import Frozen, init_slots
 
 
 class SchemaWarning(UserWarning):
     """A JSON Schema keyword widened or ignored under ``unsupported="warn"``."""
 
 
-class Grammar:
+class Grammar(Frozen):
     """An immutable context-free grammar over UTF-8 text.
 
     Build one with :meth:`from_ebnf` or :meth:`builtin_json`. ``str(grammar)`` prints a
@@ -26,9 +27,10 @@ class Grammar:
     """
 
     __slots__ = ("_ir",)
+    _ir: _core.GrammarIR
 
     def __init__(self, ir: _core.GrammarIR):
-        self._ir = ir
+        init_slots(self, _ir=ir)
 
     @staticmethod
     def from_ebnf(text: str, root: str = "root") -> "Grammar":
@@ -169,5 +171,5 @@ class Grammar:
     def __hash__(self) -> int:
         return hash((self.root, str(self)))
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, str], Grammar], tuple[str, str]]:
         return (Grammar.from_ebnf, (str(self), self.root))

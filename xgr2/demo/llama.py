@@ -186,8 +186,9 @@ def prefill(params: Params, tokens: jax.Array, *, cfg: LlamaConfig, max_len: int
       the logits [B, V] of the last prompt position and the cache.
     """
     TRACES["prefill"] += 1
-    x, cache = _transformer(params, tokens, jnp.int32(0), new_cache(cfg, tokens.shape[0], max_len), cfg)
-    return _logits(params, x[:, -1]), cache
+    x, filled = _transformer(params, tokens, jnp.int32(0), new_cache(cfg, tokens.shape[0], max_len), cfg)
+    assert filled is not None  # a cache in, a cache out
+    return _logits(params, x[:, -1]), filled
 
 
 @functools.partial(jax.jit, static_argnames="cfg", donate_argnames="cache")
@@ -200,8 +201,9 @@ def decode_step(params: Params, tokens: jax.Array, pos: jax.Array, cache: KVCach
     logits [B, V] are computed in the background.
     """
     TRACES["decode_step"] += 1
-    x, cache = _transformer(params, tokens[:, None], pos, cache, cfg)
-    return _logits(params, x[:, 0]), cache
+    x, updated = _transformer(params, tokens[:, None], pos, cache, cfg)
+    assert updated is not None  # a cache in, a cache out
+    return _logits(params, x[:, 0]), updated
 
 
 def new_cache(cfg: LlamaConfig, batch: int, max_len: int) -> KVCache:
@@ -222,7 +224,7 @@ class Llama:
     _prefill = staticmethod(prefill)
     _decode_step = staticmethod(decode_step)
 
-    def __init__(self, cfg: LlamaConfig, params: Params):
+    def __init__(self, cfg: Any, params: Params):  # cfg: a LlamaConfig, or a subclass's architecture config
         self.cfg = cfg
         self.params = params
 

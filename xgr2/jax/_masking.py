@@ -114,7 +114,7 @@ def _apply(logits: jax.Array, bitmask: jax.Array) -> jax.Array:
     return jnp.where(allowed, logits, _fill_value(logits.dtype))
 
 
-def apply_token_bitmask(logits: jax.Array, bitmask: jax.Array) -> jax.Array:
+def apply_token_bitmask(logits: jax.Array, bitmask: jax.Array | np.ndarray) -> jax.Array:
     """Sets the logits of disallowed tokens to ``-inf`` (pure; returns a new array).
 
     Args:

@@ -407,7 +407,7 @@ def _constrained(constrained, batch: int):
 def sample(
     key: jax.Array,
     logits: jax.Array,
-    bitmask: jax.Array,
+    bitmask: jax.Array | np.ndarray,
     *,
     temperature: float | jax.Array = 1.0,
     top_k: int | jax.Array | None = None,
@@ -473,7 +473,7 @@ def sample(
 
 
 def greedy(
-    logits: jax.Array, bitmask: jax.Array, *, constrained: bool | jax.Array | None = None
+    logits: jax.Array, bitmask: jax.Array | np.ndarray, *, constrained: bool | jax.Array | None = None
 ) -> jax.Array:
     """The masked argmax per row: two passes over the logits, no sampling work.
 

@@ -77,7 +77,7 @@ class DraftTree(NamedTuple):
         the batch; ``tokens [B, N]`` (or ``[N]``) gives the tokens in that node order.
         """
         ordered = sorted({tuple(p) for p in paths}, key=lambda p: (len(p), p))
-        index = {(): 0}
+        index: dict[tuple[int, ...], int] = {(): 0}
         for i, path in enumerate(ordered, 1):
             index[path] = i
         parents = [-1]
@@ -121,7 +121,7 @@ class DraftTree(NamedTuple):
         first = np.full((batch, n), -1, np.int32)
         sibling = np.full((batch, n), -1, np.int32)
         for b in range(batch):
-            last = {}
+            last: dict[int, int] = {}
             for i in range(1, n):
                 if not valid[b, i]:
                     continue
@@ -136,8 +136,9 @@ class DraftTree(NamedTuple):
     def to_paths(self, row: int = 0) -> list[tuple[int, ...]]:
         """The Medusa-style paths of row ``row`` (in node order)."""
         parents, valid = np.asarray(self.parents)[row], np.asarray(self.valid)[row]
-        paths, rank = {0: ()}, {}
-        out = []
+        paths: dict[int, tuple[int, ...]] = {0: ()}
+        rank: dict[int, int] = {}
+        out: list[tuple[int, ...]] = []
         for i in range(1, len(parents)):
             if not valid[i]:
                 continue

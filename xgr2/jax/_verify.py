@@ -83,7 +83,7 @@ def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperatu
         repeat(top_p) if has_p else None, None,
     ).reshape(batch, n, vocab)
 
-    def step(i, state):
+    def speculative_step(i, state):
         cur, tried, length, path, resid, done = state
         cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
         has = jnp.any(cand, axis=1)
@@ -108,7 +108,7 @@ def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperatu
         )
 
     state = (zero, zero, zero, path0, probs[:, 0], zero > 0)
-    cur, _, length, path, resid, _ = jax.lax.fori_loop(0, n, step, state)
+    cur, _, length, path, resid, _ = jax.lax.fori_loop(0, n, speculative_step, state)
     bonus = _draw_explicit(jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32), resid)
     return VerifyResult(length, cur, path, bonus)
 
