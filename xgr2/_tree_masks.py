@@ -164,7 +164,10 @@ def tree_masks(
     elif out.shape != (batch, n, words) or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"out must be a writable C-contiguous int32 array {(batch, n, words)}, got {out.shape}")
     admissible, visited = np.empty((batch, n), np.bool_), np.empty((batch, n), np.bool_)
-    as_int32 = lambda a: np.ascontiguousarray(np.where(valid, a, -1), np.int32)  # noqa: E731
+
+    def as_int32(a: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(np.where(valid, a, -1), np.int32)
+
     node_states, truncated = _core.tree_masks(
         states, as_int32(parents), as_int32(tokens), np.ascontiguousarray(valid), out, admissible, visited,
         -1 if max_nodes is None else int(max_nodes), int(num_threads),

@@ -3,6 +3,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
 #include <string>
@@ -22,7 +23,9 @@ using Bitmask3 = nb::ndarray<int32_t, nb::ndim<3>, nb::c_contig, nb::device::cpu
 std::string Shape(size_t a, size_t b) { return "[" + std::to_string(a) + ", " + std::to_string(b) + "]"; }
 
 // Returns (states per row as lists, truncated per row); fills bitmask, admissible, visited.
-nb::tuple TreeMasks(const std::vector<std::optional<MatcherState>>& roots, Array2<const int32_t> parents,
+using NodeStates = std::vector<std::vector<std::optional<MatcherState>>>;
+
+std::pair<NodeStates, std::vector<bool>> TreeMasks(const std::vector<std::optional<MatcherState>>& roots, Array2<const int32_t> parents,
                     Array2<const int32_t> tokens, Array2<const bool> valid, Bitmask3 bitmask,
                     Array2<bool> admissible, Array2<bool> visited, int64_t max_nodes, int num_threads) {
   const size_t batch = parents.shape(0), nodes = parents.shape(1);
@@ -48,17 +51,14 @@ nb::tuple TreeMasks(const std::vector<std::optional<MatcherState>>& roots, Array
     nb::gil_scoped_release release;
     ComputeTreeMasks(roots, tree, max_nodes, num_threads, &out);
   }
-  nb::list states, truncated;
+  NodeStates states(batch);
+  std::vector<bool> truncated(batch);
   for (size_t b = 0; b < batch; ++b) {
-    nb::list row;
-    for (size_t i = 0; i < nodes; ++i) {
-      auto& s = out.states[b * nodes + i];
-      row.append(s ? nb::cast(std::move(*s)) : nb::none());
-    }
-    states.append(row);
-    truncated.append(nb::bool_(out.truncated[b]));
+    states[b].reserve(nodes);
+    for (size_t i = 0; i < nodes; ++i) states[b].push_back(std::move(out.states[b * nodes + i]));
+    truncated[b] = out.truncated[b];
   }
-  return nb::make_tuple(states, truncated);
+  return {std::move(states), std::move(truncated)};
 }
 
 }  // namespace

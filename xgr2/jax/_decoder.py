@@ -168,10 +168,12 @@ class ConstrainedDecoder:
         # Everything is checked before any row changes, so an error leaves the decoder as it was.
         if self.constrained and rows:
             new = xgr2.batch_advance([self.states[r] for r in rows], tokens[rows], num_threads=self.num_threads)
+            advanced: list[xgr2.MatcherState] = []
             for r, s in zip(rows, new):
                 if s is None:
                     raise xgr2.TokenRejectedError(f"row {r}: token {int(tokens[r])} is not allowed by the grammar")
-            for r, s in zip(rows, new):
+                advanced.append(s)
+            for r, s in zip(rows, advanced):
                 self.states[r] = s
         elif rows:
             bad = [r for r in rows if not 0 <= tokens[r] < self.vocab_size]
