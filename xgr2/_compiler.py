@@ -21,7 +21,7 @@ _PRECOMPUTE_MODES = ("none", "all")
 _REFRESH = 64  # Compiler: inserts between exact recounts of the cache's bytes
 
 
-class PrecomputeJob:
+class PrecomputeJob(Frozen):
     """A background precompute started by :meth:`CompiledGrammar.precompute_masks`.
 
     Thread-safe. It does not keep its grammar alive: once the grammar is freed, the job
@@ -31,7 +31,7 @@ class PrecomputeJob:
     __slots__ = ("_core",)
 
     def __init__(self, core: _core.BackgroundJob):
-        self._core = core
+        init_slots(self, _core=core)
 
     def join(self, timeout: float | None = None) -> None:
         """Waits until the job is done (or ``timeout`` seconds), like ``Thread.join``."""
