@@ -1,18 +1,64 @@
 #include "engine/earley.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace xgr2 {
 
 EarleySet::~EarleySet() {
-  // Unlink the history iteratively: a recursive chain of destructors would
-  // overflow the stack on long generations.
-  std::shared_ptr<const EarleySet> p = std::move(parent_owner);
-  while (p && p.use_count() == 1) {
-    auto* raw = const_cast<EarleySet*>(p.get());
-    std::shared_ptr<const EarleySet> next = std::move(raw->parent_owner);
-    p = std::move(next);
+  // Release owned origins iteratively: a recursive chain of destructors would overflow
+  // the stack on deep nesting (or long right recursion, which nests too).
+  if (origin_owners.empty()) return;
+  std::vector<std::shared_ptr<const EarleySet>> pending = std::move(origin_owners);
+  while (!pending.empty()) {
+    std::shared_ptr<const EarleySet> p = std::move(pending.back());
+    pending.pop_back();
+    if (p.use_count() == 1) {  // the last owner: take its origins before it dies
+      auto* raw = const_cast<EarleySet*>(p.get());
+      for (auto& o : raw->origin_owners) pending.push_back(std::move(o));
+      raw->origin_owners.clear();
+    }
   }
+}
+
+void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev) {
+  auto& owners = set->origin_owners;
+  owners.clear();
+  for (const EarleyItem& it : set->items) {
+    const EarleySet* o = it.origin;
+    if (o == set) continue;  // predicted here
+    bool seen = false;
+    for (const auto& have : owners) seen |= have.get() == o;
+    if (seen) continue;
+    if (o == prev.get()) {
+      owners.push_back(prev);
+      continue;
+    }
+    const std::shared_ptr<const EarleySet>* found = nullptr;
+    for (const auto& p : prev->origin_owners) {
+      if (p.get() == o) found = &p;
+    }
+    // Completions reach origins of origins; every persistent set is a shared_ptr's.
+    owners.push_back(found ? *found : o->shared_from_this());
+  }
+}
+
+int64_t ReachableSetBytes(const EarleySet& set) {
+  constexpr int64_t kControlBlock = 16;  // make_shared: use and weak counts, vtable
+  std::unordered_set<const EarleySet*> seen{&set};
+  std::vector<const EarleySet*> todo{&set};
+  int64_t bytes = 0;
+  while (!todo.empty()) {
+    const EarleySet* s = todo.back();
+    todo.pop_back();
+    bytes += static_cast<int64_t>(sizeof(EarleySet)) + kControlBlock +
+             static_cast<int64_t>(s->items.capacity() * sizeof(EarleyItem) +
+                                  s->origin_owners.capacity() * sizeof(std::shared_ptr<const EarleySet>));
+    for (const auto& o : s->origin_owners) {
+      if (seen.insert(o.get()).second) todo.push_back(o.get());
+    }
+  }
+  return bytes;
 }
 
 namespace {
@@ -57,7 +103,7 @@ void EarleyParser::Close(EarleySet* out) {
     int32_t node = item.node;
     if (fsm_.node_final[node]) {
       int32_t rule = fsm_.node_rule[node];
-      if (rule == fsm_.root && item.origin->parent == nullptr) out->accepting = true;
+      if (rule == fsm_.root && item.origin->initial) out->accepting = true;
       if (item.origin == watched_) *watch_hit_ = true;
       if (item.origin == generic_) {
         for (int32_t t : (*call_targets_)[rule]) Add(t, generic_);
@@ -104,6 +150,7 @@ void EarleyParser::BeginSet() {
 void EarleyParser::Initial(EarleySet* out) {
   BeginSet();
   out->accepting = false;
+  out->initial = true;
   Add(fsm_.rule_start[fsm_.root], out);
   Close(out);
 }
@@ -111,6 +158,7 @@ void EarleyParser::Initial(EarleySet* out) {
 void EarleyParser::Seed(int32_t node, const EarleySet* origin, EarleySet* out) {
   BeginSet();
   out->accepting = false;
+  out->initial = false;
   Add(node, origin);
   Close(out);
 }
@@ -119,6 +167,7 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
                           EarleySet* out) {
   BeginSet();
   out->accepting = base && base->accepting;
+  out->initial = false;
   if (base) {
     for (const EarleyItem& it : base->items) Add(it.node, it.origin);
   }
@@ -127,6 +176,7 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
 }
 
 bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out) {
+  out->initial = false;
   if (prev.items.size() == 1) {
     // Fast path (inside a string, a number, a literal): one item moving to a node that
     // calls no rule needs no closure, unless it ends its rule where callers wait.
@@ -137,7 +187,7 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
     bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
     bool ends = fsm_.node_final[t];
     if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {
-      out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->parent == nullptr;
+      out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->initial;
       if (ends && it.origin == watched_) *watch_hit_ = true;
       if (fsm_.HasEdges(t)) {
         out->items.resize(1);  // not assign(): no allocation once the set has held an item
