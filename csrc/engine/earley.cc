@@ -7,39 +7,55 @@ namespace xgr2 {
 
 EarleySet::~EarleySet() {
   // Release owned origins iteratively: a recursive chain of destructors would overflow
-  // the stack on deep nesting (or long right recursion, which nests too).
-  if (origin_owners.empty()) return;
-  std::vector<std::shared_ptr<const EarleySet>> pending = std::move(origin_owners);
-  while (!pending.empty()) {
-    std::shared_ptr<const EarleySet> p = std::move(pending.back());
-    pending.pop_back();
-    if (p.use_count() == 1) {  // the last owner: take its origins before it dies
-      auto* raw = const_cast<EarleySet*>(p.get());
-      for (auto& o : raw->origin_owners) pending.push_back(std::move(o));
-      raw->origin_owners.clear();
+  // the stack on deep nesting (or long right recursion, which nests too). A chain of
+  // single owners (the usual case) needs no allocation.
+  std::vector<std::shared_ptr<const EarleySet>> pending = std::move(more_origin_owners);
+  std::shared_ptr<const EarleySet> p = std::move(origin_owner);
+  while (p || !pending.empty()) {
+    if (!p) {
+      p = std::move(pending.back());
+      pending.pop_back();
     }
+    if (p.use_count() != 1) {
+      p.reset();
+      continue;
+    }
+    // The last owner: take its origins before it dies.
+    auto* raw = const_cast<EarleySet*>(p.get());
+    for (auto& o : raw->more_origin_owners) pending.push_back(std::move(o));
+    raw->more_origin_owners.clear();
+    std::shared_ptr<const EarleySet> next = std::move(raw->origin_owner);
+    p = std::move(next);
   }
 }
 
 void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev) {
-  auto& owners = set->origin_owners;
-  owners.clear();
+  set->origin_owner.reset();
+  set->more_origin_owners.clear();
   for (const EarleyItem& it : set->items) {
     const EarleySet* o = it.origin;
-    if (o == set) continue;  // predicted here
+    if (o == set || o == set->origin_owner.get()) continue;  // predicted here, or kept
     bool seen = false;
-    for (const auto& have : owners) seen |= have.get() == o;
+    for (const auto& have : set->more_origin_owners) seen |= have.get() == o;
     if (seen) continue;
+    // Almost always `prev` or one of its origins; completions reach origins of origins,
+    // and every persistent set is a shared_ptr's.
+    std::shared_ptr<const EarleySet> owner;
     if (o == prev.get()) {
-      owners.push_back(prev);
-      continue;
+      owner = prev;
+    } else if (o == prev->origin_owner.get()) {
+      owner = prev->origin_owner;
+    } else {
+      for (const auto& p : prev->more_origin_owners) {
+        if (p.get() == o) owner = p;
+      }
+      if (!owner) owner = o->shared_from_this();
     }
-    const std::shared_ptr<const EarleySet>* found = nullptr;
-    for (const auto& p : prev->origin_owners) {
-      if (p.get() == o) found = &p;
+    if (!set->origin_owner) {
+      set->origin_owner = std::move(owner);
+    } else {
+      set->more_origin_owners.push_back(std::move(owner));
     }
-    // Completions reach origins of origins; every persistent set is a shared_ptr's.
-    owners.push_back(found ? *found : o->shared_from_this());
   }
 }
 
@@ -53,10 +69,12 @@ int64_t ReachableSetBytes(const EarleySet& set) {
     todo.pop_back();
     bytes += static_cast<int64_t>(sizeof(EarleySet)) + kControlBlock +
              static_cast<int64_t>(s->items.capacity() * sizeof(EarleyItem) +
-                                  s->origin_owners.capacity() * sizeof(std::shared_ptr<const EarleySet>));
-    for (const auto& o : s->origin_owners) {
-      if (seen.insert(o.get()).second) todo.push_back(o.get());
-    }
+                                  s->more_origin_owners.capacity() * sizeof(std::shared_ptr<const EarleySet>));
+    auto visit = [&](const EarleySet* o) {
+      if (o && seen.insert(o).second) todo.push_back(o);
+    };
+    visit(s->origin_owner.get());
+    for (const auto& o : s->more_origin_owners) visit(o.get());
   }
   return bytes;
 }

@@ -31,8 +31,10 @@ class EarleySet : public std::enable_shared_from_this<EarleySet> {
   bool accepting = false;         // the root rule is complete here
   bool initial = false;           // the set before any byte (set by EarleyParser::Initial)
   // Persistent sets: the distinct origins of `items` other than this set (see
-  // KeepOrigins). Empty for scratch sets, whose origins their walk keeps alive.
-  std::vector<std::shared_ptr<const EarleySet>> origin_owners;
+  // KeepOrigins), the first one inline (most sets have one: no allocation). Empty for
+  // scratch sets, whose origins their walk keeps alive.
+  std::shared_ptr<const EarleySet> origin_owner;
+  std::vector<std::shared_ptr<const EarleySet>> more_origin_owners;
 
   bool CanScan(uint8_t b) const { return ByteSetHas(next_bytes, b); }
 };
@@ -42,7 +44,7 @@ class EarleySet : public std::enable_shared_from_this<EarleySet> {
 // origins (and itself) are almost always the ones needed.
 void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev);
 
-// Bytes of the persistent sets reachable from `set` through origin_owners, `set`
+// Bytes of the persistent sets reachable from `set` through its origin owners, `set`
 // included (items, owner lists, the set objects and their shared_ptr control blocks;
 // not malloc's own overhead).
 int64_t ReachableSetBytes(const EarleySet& set);
