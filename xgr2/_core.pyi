@@ -182,6 +182,18 @@ class MatcherState:
     def num_bytes(self) -> int: ...
 
     @property
+    def memory_bytes(self) -> int:
+        """
+        Bytes of parser state this snapshot keeps alive.
+
+        The Earley sets a parse from this state can still reach: one per open rule call (so it
+        grows with nesting depth, not with the number of tokens) plus the current one. Sets
+        shared with other snapshots (forks of one state, older states of the same generation)
+        are counted in full by each of them, so the sum over snapshots overcounts; the compiled
+        grammar's initial set is counted too. Allocator overhead is not.
+        """
+
+    @property
     def vocab_size(self) -> int: ...
 
     def __len__(self) -> int: ...

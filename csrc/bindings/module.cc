@@ -500,6 +500,14 @@ character, so its bytes are always a prefix of jump_forward_bytes().)doc")
       .def_prop_ro("can_terminate", &MatcherState::CanTerminate)
       .def_prop_ro("num_tokens", &MatcherState::NumTokens)
       .def_prop_ro("num_bytes", &MatcherState::NumBytes)
+      .def_prop_ro("memory_bytes", &MatcherState::MemoryBytes,
+                   R"doc(Bytes of parser state this snapshot keeps alive.
+
+The Earley sets a parse from this state can still reach: one per open rule call (so it
+grows with nesting depth, not with the number of tokens) plus the current one. Sets
+shared with other snapshots (forks of one state, older states of the same generation)
+are counted in full by each of them, so the sum over snapshots overcounts; the compiled
+grammar's initial set is counted too. Allocator overhead is not.)doc")
       .def_prop_ro("vocab_size", [](const MatcherState& s) { return s.VocabSize(); })
       .def("__len__", &MatcherState::NumTokens);
 }

@@ -1,18 +1,82 @@
 #include "engine/earley.h"
 
 #include <algorithm>
+#include <unordered_set>
 
 namespace xgr2 {
 
 EarleySet::~EarleySet() {
-  // Unlink the history iteratively: a recursive chain of destructors would
-  // overflow the stack on long generations.
-  std::shared_ptr<const EarleySet> p = std::move(parent_owner);
-  while (p && p.use_count() == 1) {
+  // Release owned origins iteratively: a recursive chain of destructors would overflow
+  // the stack on deep nesting (or long right recursion, which nests too). A chain of
+  // single owners (the usual case) needs no allocation.
+  std::vector<std::shared_ptr<const EarleySet>> pending = std::move(more_origin_owners);
+  std::shared_ptr<const EarleySet> p = std::move(origin_owner);
+  while (p || !pending.empty()) {
+    if (!p) {
+      p = std::move(pending.back());
+      pending.pop_back();
+    }
+    if (p.use_count() != 1) {
+      p.reset();
+      continue;
+    }
+    // The last owner: take its origins before it dies.
     auto* raw = const_cast<EarleySet*>(p.get());
-    std::shared_ptr<const EarleySet> next = std::move(raw->parent_owner);
+    for (auto& o : raw->more_origin_owners) pending.push_back(std::move(o));
+    raw->more_origin_owners.clear();
+    std::shared_ptr<const EarleySet> next = std::move(raw->origin_owner);
     p = std::move(next);
   }
+}
+
+void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev) {
+  set->origin_owner.reset();
+  set->more_origin_owners.clear();
+  for (const EarleyItem& it : set->items) {
+    const EarleySet* o = it.origin;
+    if (o == set || o == set->origin_owner.get()) continue;  // predicted here, or kept
+    bool seen = false;
+    for (const auto& have : set->more_origin_owners) seen |= have.get() == o;
+    if (seen) continue;
+    // Almost always `prev` or one of its origins; completions reach origins of origins,
+    // and every persistent set is a shared_ptr's.
+    std::shared_ptr<const EarleySet> owner;
+    if (o == prev.get()) {
+      owner = prev;
+    } else if (o == prev->origin_owner.get()) {
+      owner = prev->origin_owner;
+    } else {
+      for (const auto& p : prev->more_origin_owners) {
+        if (p.get() == o) owner = p;
+      }
+      if (!owner) owner = o->shared_from_this();
+    }
+    if (!set->origin_owner) {
+      set->origin_owner = std::move(owner);
+    } else {
+      set->more_origin_owners.push_back(std::move(owner));
+    }
+  }
+}
+
+int64_t ReachableSetBytes(const EarleySet& set) {
+  constexpr int64_t kControlBlock = 16;  // make_shared: use and weak counts, vtable
+  std::unordered_set<const EarleySet*> seen{&set};
+  std::vector<const EarleySet*> todo{&set};
+  int64_t bytes = 0;
+  while (!todo.empty()) {
+    const EarleySet* s = todo.back();
+    todo.pop_back();
+    bytes += static_cast<int64_t>(sizeof(EarleySet)) + kControlBlock +
+             static_cast<int64_t>(s->items.capacity() * sizeof(EarleyItem) +
+                                  s->more_origin_owners.capacity() * sizeof(std::shared_ptr<const EarleySet>));
+    auto visit = [&](const EarleySet* o) {
+      if (o && seen.insert(o).second) todo.push_back(o);
+    };
+    visit(s->origin_owner.get());
+    for (const auto& o : s->more_origin_owners) visit(o.get());
+  }
+  return bytes;
 }
 
 namespace {
@@ -57,7 +121,7 @@ void EarleyParser::Close(EarleySet* out) {
     int32_t node = item.node;
     if (fsm_.node_final[node]) {
       int32_t rule = fsm_.node_rule[node];
-      if (rule == fsm_.root && item.origin->parent == nullptr) out->accepting = true;
+      if (rule == fsm_.root && item.origin->initial) out->accepting = true;
       if (item.origin == watched_) *watch_hit_ = true;
       if (item.origin == generic_) {
         for (int32_t t : (*call_targets_)[rule]) Add(t, generic_);
@@ -104,6 +168,7 @@ void EarleyParser::BeginSet() {
 void EarleyParser::Initial(EarleySet* out) {
   BeginSet();
   out->accepting = false;
+  out->initial = true;
   Add(fsm_.rule_start[fsm_.root], out);
   Close(out);
 }
@@ -111,6 +176,7 @@ void EarleyParser::Initial(EarleySet* out) {
 void EarleyParser::Seed(int32_t node, const EarleySet* origin, EarleySet* out) {
   BeginSet();
   out->accepting = false;
+  out->initial = false;
   Add(node, origin);
   Close(out);
 }
@@ -119,6 +185,7 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
                           EarleySet* out) {
   BeginSet();
   out->accepting = base && base->accepting;
+  out->initial = false;
   if (base) {
     for (const EarleyItem& it : base->items) Add(it.node, it.origin);
   }
@@ -127,6 +194,7 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
 }
 
 bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out) {
+  out->initial = false;
   if (prev.items.size() == 1) {
     // Fast path (inside a string, a number, a literal): one item moving to a node that
     // calls no rule needs no closure, unless it ends its rule where callers wait.
@@ -137,7 +205,7 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
     bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
     bool ends = fsm_.node_final[t];
     if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {
-      out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->parent == nullptr;
+      out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->initial;
       if (ends && it.origin == watched_) *watch_hit_ = true;
       if (fsm_.HasEdges(t)) {
         out->items.resize(1);  // not assign(): no allocation once the set has held an item

@@ -1,6 +1,8 @@
-// Earley parser over per-rule byte automata. One EarleySet per byte position;
-// each set points at its predecessor, so a parse history is a persistent list:
-// keeping, forking or dropping a state is O(1) and forks share their common past.
+// Earley parser over per-rule byte automata. One EarleySet per byte position. A
+// persistent set (a matcher state's) owns the sets its items' origins point at, which
+// own theirs: a state keeps alive only the sets a parse from it can still look at (one
+// per open rule call, so memory follows nesting depth, not length), shared between the
+// states that need them. Keeping, forking or dropping a state is O(1).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,7 +19,7 @@ struct EarleyItem {
   const EarleySet* origin;   // set where the rule was predicted (an ancestor, or this set)
 };
 
-class EarleySet {
+class EarleySet : public std::enable_shared_from_this<EarleySet> {
  public:
   EarleySet() = default;
   EarleySet(const EarleySet&) = delete;
@@ -27,12 +29,25 @@ class EarleySet {
   std::vector<EarleyItem> items;  // items at nodes that still have edges
   ByteSet next_bytes{};           // bytes some item can scan
   bool accepting = false;         // the root rule is complete here
-  const EarleySet* parent = nullptr;
-  // Owns `parent` for persistent sets; null for scratch sets in the mask walk.
-  std::shared_ptr<const EarleySet> parent_owner;
+  bool initial = false;           // the set before any byte (set by EarleyParser::Initial)
+  // Persistent sets: the distinct origins of `items` other than this set (see
+  // KeepOrigins), the first one inline (most sets have one: no allocation). Empty for
+  // scratch sets, whose origins their walk keeps alive.
+  std::shared_ptr<const EarleySet> origin_owner;
+  std::vector<std::shared_ptr<const EarleySet>> more_origin_owners;
 
   bool CanScan(uint8_t b) const { return ByteSetHas(next_bytes, b); }
 };
+
+// Makes the persistent set `set` (owned by a shared_ptr, as are all its items' origins)
+// own its items' origins. `prev`, the set it was advanced from, is looked at first: its
+// origins (and itself) are almost always the ones needed.
+void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev);
+
+// Bytes of the persistent sets reachable from `set` through its origin owners, `set`
+// included (items, owner lists, the set objects and their shared_ptr control blocks;
+// not malloc's own overhead).
+int64_t ReachableSetBytes(const EarleySet& set);
 
 // Reusable buffers for building sets; one per thread (see ThreadScratch()).
 struct EarleyScratch {
@@ -68,7 +83,7 @@ class EarleyParser {
   void TrackDistance(const int32_t* dist, int32_t* max) { dist_ = dist, max_dist_ = max; }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
-  // Scans `byte` from `prev` into `out` (whose parent fields the caller sets).
+  // Scans `byte` from `prev` into `out` (a persistent `out` then needs KeepOrigins).
   // Returns false, leaving `out` unspecified, when no item can scan the byte. Inline
   // rejection: most steps of the token walks end at the first-byte filter.
   bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {

@@ -21,9 +21,8 @@ std::optional<MatcherState> MatcherState::TryAdvanceBytes(const std::string& byt
   std::shared_ptr<const EarleySet> cur = set_;
   for (char c : bytes) {
     auto next = std::make_shared<EarleySet>();
-    next->parent = cur.get();
-    next->parent_owner = cur;
     if (!parser.Advance(*cur, static_cast<uint8_t>(c), next.get())) return std::nullopt;
+    KeepOrigins(next.get(), cur);  // not the whole history: `cur` dies unless an origin
     cur = std::move(next);
   }
   MatcherState out = *this;
@@ -53,6 +52,8 @@ std::optional<MatcherState> MatcherState::TryAdvance(int32_t token) const {
   return out;
 }
 
+int64_t MatcherState::MemoryBytes() const { return ReachableSetBytes(*set_); }
+
 bool MatcherState::Accepts(int32_t token) const { return TryAdvance(token).has_value(); }
 
 void MatcherState::FillBitmask(uint32_t* words) const {
@@ -74,7 +75,7 @@ std::string MatcherState::JumpForwardBytes(int32_t max_bytes) const {
   std::string out;
   if (terminated_) return out;
   EarleyParser parser(grammar_->fsm(), ThreadScratch());
-  // Keep the chain alive: scratch sets point at their parents as origins.
+  // Keep the chain alive: its sets' items may have earlier chain sets as origins.
   std::vector<std::unique_ptr<EarleySet>> chain;
   const EarleySet* cur = set_.get();
   while (static_cast<int32_t>(out.size()) < max_bytes && !cur->accepting) {
@@ -89,7 +90,6 @@ std::string MatcherState::JumpForwardBytes(int32_t max_bytes) const {
     }
     if (count != 1) break;
     auto next = std::make_unique<EarleySet>();
-    next->parent = cur;
     if (!parser.Advance(*cur, static_cast<uint8_t>(only), next.get())) break;
     out.push_back(static_cast<char>(only));
     cur = next.get();

@@ -51,13 +51,10 @@ class ContextWalk {
     merged_sets_ = &sets[2 * max_depth];
     inner_.assign(max_depth, nullptr);
     outer_.assign(max_depth, nullptr);
-    parent_.parent = &parent_;  // non-null: not the initial set
-    generic_.parent = &generic_;
     parser_.Watch(&parent_, &ended_);
     parser_.SetGeneric(&generic_, &call_targets);
     ended_ = false;
     parser_.Seed(node, &parent_, inner_sets_[0]);
-    inner_sets_[0]->parent = &parent_;
     inner_[0] = inner_sets_[0];
     outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
   }
@@ -69,13 +66,11 @@ class ContextWalk {
     ended_ = false;
     if (inner_[d]) {
       EarleySet* next = inner_sets_[d + 1];
-      next->parent = inner_[d];
       if (parser_.Advance(*inner_[d], byte, next)) in = next;
     }
     bool ended_here = ended_;
     if (outer_[d]) {
       EarleySet* next = outer_sets_[d + 1];
-      next->parent = outer_[d];
       if (parser_.Advance(*outer_[d], byte, next)) out = next;
     }
     if (ended_here) out = JoinContext(out, d + 1);
@@ -90,7 +85,6 @@ class ContextWalk {
   const EarleySet* JoinContext(const EarleySet* base, size_t d) {
     if (calls_.empty()) return base;  // the root: nothing can follow it
     EarleySet* out = merged_sets_[d];
-    out->parent = &generic_;
     parser_.Extend(base, calls_, &generic_, out);
     return out;
   }
@@ -110,7 +104,6 @@ class ContextWalk {
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                          const int32_t* dist, int32_t* radius) {
   EarleySet parent;
-  parent.parent = &parent;  // non-null: not the initial set
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
   parser.Watch(&parent, &ended);
@@ -121,7 +114,6 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   std::vector<const EarleySet*> path(max_depth);
   std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
   parser.Seed(node, &parent, sets[0]);
-  sets[0]->parent = &parent;
   path[0] = sets[0];
   ended_by[0] = ended;
 
@@ -133,7 +125,6 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
       t, 0, t.size(),
       [&](size_t d, uint8_t byte) {
         EarleySet* next = sets[d + 1];
-        next->parent = path[d];
         ended = false;
         if (!parser.Advance(*path[d], byte, next)) return false;
         path[d + 1] = next;
@@ -309,7 +300,6 @@ std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
   std::vector<std::pair<int64_t, int32_t>> cost;  // (-estimate, node)
   EarleyParser parser(fsm_, ThreadScratch());
   EarleySet parent, seeded;
-  parent.parent = &parent;
   for (int32_t i : MissingNodes()) {
     parser.Seed(i, &parent, &seeded);
     int64_t estimate = 0;
@@ -420,7 +410,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   kernel.clear();
   int32_t root_start = fsm_.rule_start[fsm_.root];
   for (const EarleyItem& it : set.items) {
-    if (it.origin != &set || (set.parent == nullptr && it.node == root_start)) kernel.push_back(it);
+    if (it.origin != &set || (set.initial && it.node == root_start)) kernel.push_back(it);
   }
   for (const EarleyItem& it : kernel) Get(it.node).OrInto(words);
   // Only uncertain tokens that no node accepted need the full parser; filter each
@@ -492,7 +482,7 @@ bool TokenMaskCache::StackSignature(const EarleySet& set, std::string* out) cons
     const EarleySet* s = sets[k];
     items += s->items.size();
     if (items > kMaxItems) return false;
-    words.push_back(s->parent == nullptr ? -1 : static_cast<int32_t>(s->items.size()));
+    words.push_back(s->initial ? -1 : static_cast<int32_t>(s->items.size()));
     for (const EarleyItem& it : s->items) {
       size_t id = std::find(sets.begin(), sets.end(), it.origin) - sets.begin();
       if (id == sets.size()) sets.push_back(it.origin);

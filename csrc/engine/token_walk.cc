@@ -29,7 +29,6 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   path[0] = &start;
   auto step = [&](size_t d, uint8_t byte) {
     EarleySet* next = sets[d + 1].get();
-    next->parent = path[d];
     if (!parser.Advance(*path[d], byte, next)) return false;
     path[d + 1] = next;
     return true;

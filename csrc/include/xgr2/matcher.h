@@ -80,6 +80,11 @@ class MatcherState {
   int32_t NumTokens() const { return num_tokens_; }
   int64_t NumBytes() const { return num_bytes_; }
   int32_t VocabSize() const;
+  // Bytes of the parser sets this state keeps alive: those a parse from here can still
+  // reach (one per open rule call, plus the current one). Sets shared with other states
+  // (a fork's common past) are counted in full by each; the compiled grammar's initial
+  // set is counted too. Grows with nesting depth, not with the number of tokens.
+  int64_t MemoryBytes() const;
   const CompiledGrammarImpl& compiled() const { return *grammar_; }
 
  private:
