@@ -30,6 +30,7 @@ from ._errors import (
     InvalidTokenError,
     RegexError,
     SchemaError,
+    StructuralTagError,
     TokenizerError,
     TokenRejectedError,
     Xgr2Error,
@@ -38,6 +39,7 @@ from ._grammar import Grammar, SchemaWarning
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 
 _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError)
+_core._set_structural_tag_error(StructuralTagError)
 
 __version__ = "0.1.0"
 
@@ -53,6 +55,7 @@ __all__ = [
     "RegexError",
     "SchemaError",
     "SchemaWarning",
+    "StructuralTagError",
     "TokenRejectedError",
     "TokenizerError",
     "TokenizerInfo",
