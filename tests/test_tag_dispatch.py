@@ -249,6 +249,18 @@ def test_xgrammar_documented_cases():
         assert whole(start, text.encode()) == ok, text
 
 
+def test_xgrammar_documented_multiline_form():
+    """XGrammar's EBNF page: options on their own lines, an empty excludes tuple."""
+    g = xgr2.Grammar.from_ebnf('root ::= TagDispatch(\n    ("<tool_call>", tool_call_body),\n    ("<code>", code_body),\n'
+                               '    loop_after_dispatch=true,\n    excludes=()\n)\n'
+                               'tool_call_body ::= "{" [^}]* "}"\ncode_body ::= "```" [^`]* "```"')
+    start = xgr2.compile(g, BYTES).initial_state()
+    assert whole(start, b'I will call a tool. <tool_call>{"name": "get_weather"}</tool_call> Done.')
+    assert whole(start, b"no tool call at all")
+    assert whole(start, b"<code>```print(1)```<tool_call>{}")
+    assert not whole(start, b"<code>print(1)")
+
+
 def test_excluded_outer_stop_tag():
     """XGrammar's pattern: an excluded string that the enclosing rule then requires."""
     g = xgr2.Grammar.from_ebnf('root ::= body "</answer>"\n'
