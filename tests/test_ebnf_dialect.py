@@ -132,7 +132,7 @@ def test_regex_macro_flags_and_json_string():
 @pytest.mark.parametrize("text,message", [
     ('root[max_tokens=3] ::= "a"', "rule options"),
     ('root ::= a\na[lazy] ::= "x"', "rule options"),
-    ('root ::= TagDispatch(("<t>", a))\na ::= "x"', "TagDispatch"),
+    ('root ::= TagDispatch(("<t>", a), color=true)\na ::= "x"', "unknown TagDispatch option"),
     ("root ::= Token(128010)", "Token"),
     ('root ::= Regex("a", color=true)', "Regex takes"),
     ('root ::= Regex("a", flags="x")', "unknown Regex flag"),

@@ -30,6 +30,7 @@ from ._errors import (
     InvalidTokenError,
     RegexError,
     SchemaError,
+    StructuralTagError,
     TokenizerError,
     TokenRejectedError,
     Xgr2Error,
@@ -39,6 +40,7 @@ from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 from ._tree_masks import TreeMasks, tree_masks
 
 _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError)
+_core._set_structural_tag_error(StructuralTagError)
 
 __version__ = "0.1.0"
 
@@ -55,6 +57,7 @@ __all__ = [
     "RegexError",
     "SchemaError",
     "SchemaWarning",
+    "StructuralTagError",
     "TokenRejectedError",
     "TokenizerError",
     "TokenizerInfo",

@@ -59,6 +59,23 @@ class SchemaError(Xgr2Error, ValueError):
         self.pointer = pointer
 
 
+class StructuralTagError(Xgr2Error, ValueError):
+    """A malformed structural tag, or one using a format not supported yet. ``path`` is
+    the JSON pointer (RFC 6901) of the offending field in the spec.
+
+    >>> import xgr2
+    >>> try:
+    ...     xgr2.Grammar.from_structural_tag({"type": "sequence", "elements": [{"type": "const_strin"}]})
+    ... except xgr2.StructuralTagError as e:
+    ...     print(e.path)
+    /elements/0/type
+    """
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(f"{message} (at {path or '/'})")
+        self.path = path
+
+
 class TokenizerError(Xgr2Error, ValueError):
     """An inconsistent tokenizer description (sizes, ids, unknown format)."""
 

@@ -7,7 +7,7 @@ import warnings
 from typing import Any, Callable, Literal
 
 from . import _core
-from ._errors import SchemaError
+from ._errors import SchemaError, StructuralTagError
 from ._frozen import Frozen, init_slots
 
 
@@ -139,6 +139,43 @@ class Grammar(Frozen):
             for note in notes:
                 warnings.warn(note, SchemaWarning, stacklevel=2)
         return Grammar(ir)
+
+    @staticmethod
+    def from_structural_tag(spec: "dict[str, Any] | str") -> "Grammar":
+        """A grammar from a structural tag in XGrammar's JSON format (the
+        ``response_format`` that vLLM and SGLang accept).
+
+        ``spec`` is ``{"type": "structural_tag", "format": {...}}``, a bare format object,
+        or the older ``{"type": "structural_tag", "structures": [...], "triggers": [...]}``.
+        Formats: ``const_string``, ``json_schema``, ``grammar``, ``regex``, ``any_text``,
+        ``sequence``, ``or``, ``optional``, ``plus``, ``star``, ``repeat``, ``tag``,
+        ``triggered_tags``, ``tags_with_separator``, ``dispatch``; the token-level formats
+        raise :class:`StructuralTagError` for now. See ``docs/structural_tags.md``.
+
+        Args:
+            spec: the structural tag, as a dict or JSON text (or a pydantic model
+                instance, dumped with ``model_dump_json``).
+
+        Raises:
+            StructuralTagError: naming the JSON pointer of the bad field.
+
+        >>> g = Grammar.from_structural_tag({"type": "structural_tag", "format": {
+        ...     "type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"}})
+        >>> g.root
+        'root'
+        """
+        if hasattr(spec, "model_dump_json") and not isinstance(spec, type):
+            spec = spec.model_dump_json()
+        if isinstance(spec, dict):
+            try:
+                text = json.dumps(spec, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise StructuralTagError(f"the structural tag is not JSON-serializable: {e}", "") from None
+        elif isinstance(spec, str):
+            text = spec
+        else:
+            raise TypeError(f"spec must be a dict or a JSON string, got {type(spec).__name__}")
+        return Grammar(_core.GrammarIR.from_structural_tag(text))
 
     @staticmethod
     def builtin_json() -> "Grammar":

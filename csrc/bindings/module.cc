@@ -13,6 +13,7 @@
 #include "frontends/json_schema.h"
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag.h"
 #include "grammar/repetition.h"
 #include "grammar/fsm.h"
 #include "xgr2/errors.h"
@@ -38,6 +39,7 @@ PyObject* g_invalid_token_error = PyExc_ValueError;
 PyObject* g_token_rejected_error = PyExc_ValueError;
 PyObject* g_regex_error = PyExc_ValueError;
 PyObject* g_schema_error = PyExc_ValueError;
+PyObject* g_structural_tag_error = PyExc_ValueError;
 
 void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_token, nb::handle rejected,
                    nb::handle regex, nb::handle schema) {
@@ -75,6 +77,15 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     PyObject* exc = PyObject_CallFunction(g_schema_error, "OO", text.ptr(), pointer.ptr());
     if (exc) {
       PyErr_SetObject(g_schema_error, exc);
+      Py_DECREF(exc);
+    }
+  } catch (const StructuralTagError& e) {
+    std::string msg = e.what();
+    nb::str text(msg.data(), msg.size());
+    nb::str path(e.path.data(), e.path.size());
+    PyObject* exc = PyObject_CallFunction(g_structural_tag_error, "OO", text.ptr(), path.ptr());
+    if (exc) {
+      PyErr_SetObject(g_structural_tag_error, exc);
       Py_DECREF(exc);
     }
   } catch (const TokenizerError& e) {
@@ -222,6 +233,7 @@ NB_MODULE(_core, m) {
   m.doc() = "xgr2 C++ engine (internal; use the xgr2 package).";
   nb::register_exception_translator(TranslateErrors);
   m.def("_set_error_types", &SetErrorTypes);
+  m.def("_set_structural_tag_error", [](nb::handle type) { g_structural_tag_error = type.inc_ref().ptr(); });
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
   BindTreeMasks(m);
@@ -298,6 +310,21 @@ NB_MODULE(_core, m) {
             return std::make_pair(GrammarHandle{result.grammar, fsm}, result.warnings);
           },
           "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)
+      .def_static(
+          "from_structural_tag",
+          [](nb::handle spec_obj) {
+            std::string spec = Utf8(spec_obj, "structural tag");
+            nb::gil_scoped_release release;
+            GrammarPtr ir = StructuralTagToGrammar(spec);
+            std::shared_ptr<const GrammarFsm> fsm;
+            try {
+              fsm = BuildFsm(*ir);
+            } catch (const EmptyLanguageError&) {
+              throw StructuralTagError("no output satisfies this structural tag", "");
+            }
+            return GrammarHandle{ir, fsm};
+          },
+          "spec"_a)
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
       .def("to_ebnf", [](const GrammarHandle& h) { return PrintGrammar(*h.ir); })
       .def_prop_ro("root_name", [](const GrammarHandle& h) { return h.ir->rules[h.ir->root].name; })

@@ -112,6 +112,7 @@ int32_t RewriteChars(IrBuilder* b, int32_t expr,
     case ExprKind::kCharClass:
       return rewrite(ClassRanges(e));
     case ExprKind::kRuleRef:
+    case ExprKind::kTagDispatch:
       throw GrammarError("internal: RewriteChars met a rule reference");
     case ExprKind::kSequence:
     case ExprKind::kChoice: {

@@ -3,7 +3,7 @@
 //   choice   ::= sequence ("|" sequence)*
 //   sequence ::= postfix+
 //   postfix  ::= primary ("*" | "+" | "?" | "{" m ("," n?)? "}")*
-//   primary  ::= STRING | CHARCLASS | NAME | "(" choice ")"
+//   primary  ::= STRING | CHARCLASS | NAME | "(" choice ")" | MACRO "(" args ")"
 // Comments run from '#' to the end of the line.
 #include <algorithm>
 #include <cctype>
@@ -12,6 +12,7 @@
 #include "frontends/ir_builder.h"
 #include "frontends/regex.h"
 #include "grammar/repetition.h"
+#include "grammar/tag_dispatch.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -430,6 +431,7 @@ class EbnfParser {
     std::vector<MacroArg> args = ParseMacroArgs();
     if (name == "Regex") return RegexMacro(args, start);
     if (name == "Substring") return SubstringMacro(args, start);
+    if (name == "TagDispatch") return TagDispatchMacro(args, start);
     Fail("the `" + name + "` macro is not supported yet", start);
   }
 
@@ -466,6 +468,64 @@ class EbnfParser {
            pattern->pos);
     }
     return e;
+  }
+
+  // TagDispatch(("tag", rule), ..., stop_eos=true, stop_str=("s", ...), loop_after_dispatch=true,
+  //             excludes=("x", ...), at_least_one=false); at_least_one is xgr2's own.
+  int32_t TagDispatchMacro(const std::vector<MacroArg>& args, size_t start) {
+    auto spec = std::make_shared<TagDispatchSpec>();
+    Expr e;
+    e.kind = ExprKind::kTagDispatch;
+    auto strings = [&](const MacroArg& a) {
+      std::vector<std::string> out;
+      if (a.kind == MacroArg::kString) return std::vector<std::string>{a.text};
+      if (a.kind != MacroArg::kTuple) Fail("`" + a.key + "` takes a string or a tuple of strings", a.pos);
+      for (const MacroArg& item : a.items) {
+        if (item.kind != MacroArg::kString) Fail("`" + a.key + "` takes strings only", item.pos);
+        out.push_back(item.text);
+      }
+      return out;
+    };
+    auto flag = [&](const MacroArg& a) {
+      if (a.kind != MacroArg::kBool) Fail("`" + a.key + "` takes true or false", a.pos);
+      return a.flag;
+    };
+    for (const MacroArg& a : args) {
+      if (a.key.empty()) {
+        if (a.kind != MacroArg::kTuple || a.items.size() != 2 || a.items[0].kind != MacroArg::kString ||
+            a.items[1].kind != MacroArg::kName) {
+          Fail("TagDispatch takes (\"tag\", rule_name) pairs, then named options", a.pos);
+        }
+        spec->tags.push_back(a.items[0].text);
+        Expr ref;
+        ref.kind = ExprKind::kRuleRef;
+        int32_t id = g_->AddExpr(std::move(ref));
+        RuleId(a.items[1].text);
+        pending_refs_.push_back({id, a.items[1].text, a.items[1].pos});
+        e.children.push_back(id);
+      } else if (a.key == "stop_eos") {
+        spec->stop_eos = flag(a);
+      } else if (a.key == "stop_str") {
+        spec->stop_strs = strings(a);
+      } else if (a.key == "loop_after_dispatch") {
+        spec->loop_after_dispatch = flag(a);
+      } else if (a.key == "excludes") {
+        spec->excludes = strings(a);
+      } else if (a.key == "at_least_one") {
+        spec->at_least_one = flag(a);
+      } else {
+        Fail("unknown TagDispatch option `" + a.key +
+                 "` (expected stop_eos, stop_str, loop_after_dispatch, excludes or at_least_one)",
+             a.pos);
+      }
+    }
+    try {
+      BuildDispatchAutomaton(*spec);  // reports bad tags here, with a position
+    } catch (const GrammarError& err) {
+      Fail(err.what(), start);
+    }
+    e.dispatch = std::move(spec);
+    return g_->AddExpr(std::move(e));
   }
 
   // Every contiguous run of the chunks (chunks are atomic), the empty run included.

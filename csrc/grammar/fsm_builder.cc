@@ -4,6 +4,7 @@
 
 #include "grammar/determinize.h"
 #include "grammar/fsm.h"
+#include "grammar/tag_dispatch.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -86,6 +87,8 @@ class NfaBuilder {
         }
         return end;
       }
+      case ExprKind::kTagDispatch:
+        return BuildDispatch(e, from);
     }
     return from;
   }
@@ -125,6 +128,40 @@ class NfaBuilder {
           cur = next;
         }
       }
+    }
+    return end;
+  }
+
+  // The free-text automaton copied in as NFA nodes (it is deterministic already): one
+  // copy before the first dispatch when at_least_one (no way to end there), one after.
+  // Each tag's expression is built once; its end goes back to free text or ends.
+  int32_t BuildDispatch(const Expr& e, int32_t from) {
+    const TagDispatchSpec& spec = *e.dispatch;
+    DispatchAutomaton a = BuildDispatchAutomaton(spec);
+    int32_t end = NewNode();
+    std::vector<int32_t> tag_entry;
+    for (size_t i = 0; i < spec.tags.size(); ++i) tag_entry.push_back(NewNode());
+    auto copy = [&](bool may_end) {
+      std::vector<int32_t> node(a.NumStates());
+      for (int32_t& n : node) n = NewNode();
+      for (int32_t s = 0; s < a.NumStates(); ++s) {
+        for (int32_t k = a.begin[s]; k < a.begin[s + 1]; ++k) {
+          const DispatchEdge& d = a.edges[k];
+          int32_t to = d.target >= 0 ? node[d.target]
+                       : d.target == kDispatchStop ? (may_end ? end : -1)
+                                                   : tag_entry[DispatchTagIndex(d.target)];
+          if (to >= 0) Add(node[s], {d.lo, d.hi, -1, to});
+        }
+        if (may_end && spec.stop_eos && a.boundary[s]) Eps(node[s], end);
+      }
+      return node[0];
+    };
+    bool need_after = !spec.at_least_one || spec.loop_after_dispatch;
+    int32_t after = need_after ? copy(true) : -1;
+    int32_t start = spec.at_least_one ? copy(false) : after;
+    Eps(from, start);
+    for (size_t i = 0; i < spec.tags.size(); ++i) {
+      Eps(Build(e.children[i], tag_entry[i]), spec.loop_after_dispatch ? after : end);
     }
     return end;
   }
@@ -169,6 +206,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   };
   std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
     const Expr& e = g.exprs[id];
+    if (e.kind == ExprKind::kTagDispatch) return -1;  // free text: a wide loop
     if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) return -1;
     int64_t total = 1;
     if (e.kind == ExprKind::kRuleRef) {

@@ -111,11 +111,56 @@ class Printer {
           *out += "{" + std::to_string(e.min) + "," + std::to_string(e.max) + "}";
         }
         break;
+      case ExprKind::kTagDispatch:
+        PrintDispatch(e, out);
+        break;
     }
     if (paren) out->push_back(')');
   }
 
  private:
+  static void PrintString(const std::string& bytes, std::string* out) {
+    out->push_back('"');
+    size_t p = 0;
+    while (p < bytes.size()) {
+      int32_t cp = DecodeUtf8(bytes, &p);
+      if (cp < 0) cp = static_cast<uint8_t>(bytes[p++]);
+      AppendEscaped(static_cast<uint32_t>(cp), false, out);
+    }
+    out->push_back('"');
+  }
+
+  static void PrintStrings(const char* key, const std::vector<std::string>& list, std::string* out) {
+    *out += std::string(", ") + key + "=(";
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (i) *out += ", ";
+      PrintString(list[i], out);
+    }
+    *out += list.size() == 1 ? ",)" : ")";
+  }
+
+  // XGrammar's spelling; every option is written out, so the text reads the same in
+  // either engine whatever its defaults.
+  void PrintDispatch(const Expr& e, std::string* out) const {
+    const TagDispatchSpec& d = *e.dispatch;
+    *out += "TagDispatch(";
+    for (size_t i = 0; i < d.tags.size(); ++i) {
+      if (i) *out += ", ";
+      out->push_back('(');
+      PrintString(d.tags[i], out);
+      *out += ", ";
+      Print(e.children[i], 0, out);
+      out->push_back(')');
+    }
+    if (!d.tags.empty()) *out += ", ";
+    *out += std::string("stop_eos=") + (d.stop_eos ? "true" : "false");
+    PrintStrings("stop_str", d.stop_strs, out);
+    *out += std::string(", loop_after_dispatch=") + (d.loop_after_dispatch ? "true" : "false");
+    if (!d.excludes.empty()) PrintStrings("excludes", d.excludes, out);
+    if (d.at_least_one) *out += ", at_least_one=true";
+    out->push_back(')');
+  }
+
   // 1: choice, 2: sequence, 3: repeat, 4: atom.
   static int Precedence(const Expr& e) {
     switch (e.kind) {

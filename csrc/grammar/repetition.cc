@@ -100,6 +100,7 @@ class Nullable {
         }
         return false;
       case ExprKind::kRepeat: return e.min == 0 || Of(e.children[0]);
+      case ExprKind::kTagDispatch: return e.dispatch->stop_eos && !e.dispatch->at_least_one;
     }
     return false;
   }

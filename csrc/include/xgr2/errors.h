@@ -37,6 +37,14 @@ class SchemaError : public std::runtime_error {
   std::string pointer;
 };
 
+// A malformed or unsupported structural tag. `path` is the JSON pointer (RFC 6901) of
+// the offending field in the spec ("" for the spec itself).
+class StructuralTagError : public std::runtime_error {
+ public:
+  StructuralTagError(const std::string& msg, std::string path) : std::runtime_error(msg), path(std::move(path)) {}
+  std::string path;
+};
+
 // Inconsistent tokenizer description (sizes, ids, encodings).
 class TokenizerError : public std::runtime_error {
  public:

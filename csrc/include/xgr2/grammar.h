@@ -16,6 +16,7 @@ enum class ExprKind : uint8_t {
   kSequence,   // children in order
   kChoice,     // any one child
   kRepeat,     // child repeated [min, max] times; max == -1 means unbounded
+  kTagDispatch,  // free text watched for tags; tag i dispatches to children[i] (`dispatch`)
 };
 
 struct CodepointRange {
@@ -28,6 +29,18 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges);
 // The ranges less the surrogates U+D800-U+DFFF, which are no characters.
 std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges);
 
+// Options of a kTagDispatch expression (semantics in docs/tag_dispatch.md). Free text
+// (valid UTF-8) runs until the first completed occurrence of any tag, stop string or
+// excluded string; among occurrences ending at the same byte the longest counts.
+struct TagDispatchSpec {
+  std::vector<std::string> tags;       // tags[i] dispatches to the expression children[i]
+  std::vector<std::string> stop_strs;  // a completed stop string ends the construct
+  std::vector<std::string> excludes;   // never allowed in free text
+  bool stop_eos = true;                // the construct may end anywhere in free text
+  bool loop_after_dispatch = true;     // back to free text after a dispatch (else it ends)
+  bool at_least_one = false;           // no end (eos or stop string) before a dispatch
+};
+
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
   std::string bytes;                   // kBytes
@@ -37,6 +50,7 @@ struct Expr {
   std::vector<int32_t> children;       // kSequence, kChoice, kRepeat (one child)
   int32_t min = 0;                     // kRepeat
   int32_t max = -1;                    // kRepeat
+  std::shared_ptr<const TagDispatchSpec> dispatch;  // kTagDispatch
 };
 
 struct Rule {
@@ -69,6 +83,7 @@ struct GrammarLimits {
   // its work when states are few but their sets large (nested ambiguous repetitions).
   static constexpr int64_t kMaxDeterminizeWorkPerRule = 10000000;
   static constexpr int32_t kMaxNesting = 1000;         // parenthesis depth in EBNF text
+  static constexpr int32_t kMaxDispatchBytes = 16384;  // bytes of one TagDispatch's tags, stops, excludes
 };
 
 // Parses XGrammar/GBNF-style EBNF. Throws GrammarError with line and column.

@@ -1,0 +1,432 @@
+#include "frontends/structural_tag.h"
+
+#include <algorithm>
+#include <map>
+#include <stdexcept>
+
+#include "frontends/ir_builder.h"
+#include "frontends/json_schema.h"
+#include "frontends/regex.h"
+#include "grammar/repetition.h"
+#include "grammar/tag_dispatch.h"
+#include "support/json.h"
+#include "xgr2/errors.h"
+
+namespace xgr2 {
+namespace {
+
+// A JSON pointer token: `~` and `/` escaped (RFC 6901).
+std::string PointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out.push_back(c);
+  }
+  return out;
+}
+
+std::string At(const std::string& path, const std::string& key) { return path + "/" + PointerToken(key); }
+std::string At(const std::string& path, size_t index) { return path + "/" + std::to_string(index); }
+
+// What a format sees of its surroundings: the end strings of the nearest enclosing
+// `tag`, which free text inside it may not contain (so the tag can end).
+struct Context {
+  std::vector<std::string> ends;
+};
+
+// A parsed `tag`: the text after `begin` (content, then one of the ends) as one expression.
+struct TagParts {
+  std::string begin;
+  int32_t rest = -1;
+  std::string path;
+};
+
+class Converter {
+ public:
+  explicit Converter(GrammarIR* g) : b_(g) {}
+
+  int32_t Format(const JsonValue& v, const std::string& path, const Context& ctx) {
+    if (!v.IsObject()) Fail("a format must be an object with a \"type\"", path);
+    const JsonValue* type = v.Find("type");
+    if (!type) Fail("a format needs a \"type\"", path);
+    if (!type->IsString()) Fail("\"type\" must be a string", At(path, "type"));
+    const std::string& t = type->text;
+    if (t == "const_string") {
+      Fields(v, path, {"value"});
+      return b_.Bytes(String(v, "value", path));
+    }
+    if (t == "json_schema") return JsonSchema(v, path);
+    if (t == "grammar") return Ebnf(v, path);
+    if (t == "regex") return Regex(v, path);
+    if (t == "any_text") {
+      Fields(v, path, {"excludes"});
+      return Dispatch({}, {}, Excludes(v, path, ctx), true, path);
+    }
+    if (t == "sequence" || t == "or") {
+      Fields(v, path, {"elements"});
+      const JsonValue& elements = Array(v, "elements", path);
+      if (elements.items.empty()) Fail("\"elements\" must not be empty", At(path, "elements"));
+      std::vector<int32_t> parts;
+      for (size_t i = 0; i < elements.items.size(); ++i) {
+        parts.push_back(Format(elements.items[i], At(At(path, "elements"), i), ctx));
+      }
+      return t == "sequence" ? b_.Seq(parts) : b_.Choice(parts);
+    }
+    if (t == "optional" || t == "plus" || t == "star") {
+      Fields(v, path, {"content"});
+      int32_t content = Format(Field(v, "content", path), At(path, "content"), ctx);
+      return t == "optional" ? b_.Optional(content) : t == "plus" ? b_.Plus(content) : b_.Star(content);
+    }
+    if (t == "repeat") return Repeat(v, path, ctx);
+    if (t == "tag") {
+      TagParts tag = Tag(v, path);
+      return b_.Seq({b_.Bytes(tag.begin), tag.rest});
+    }
+    if (t == "triggered_tags") return TriggeredTags(v, path, ctx);
+    if (t == "tags_with_separator") return TagsWithSeparator(v, path);
+    if (t == "dispatch") return DispatchFormat(v, path, ctx);
+    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags" ||
+        t == "token_dispatch") {
+      Fail("the token-level format \"" + t + "\" is not supported yet", At(path, "type"));
+    }
+    Fail("unknown format type \"" + t +
+             "\" (expected const_string, json_schema, grammar, regex, any_text, sequence, or, optional, plus, "
+             "star, repeat, tag, triggered_tags, tags_with_separator or dispatch)",
+         At(path, "type"));
+  }
+
+  // The older form: {"structures": [{"begin", "schema", "end"}], "triggers": [...]}, free
+  // text with any number of calls.
+  int32_t Structures(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"structures", "triggers"});
+    const JsonValue& structures = Array(v, "structures", path);
+    std::vector<TagParts> tags;
+    for (size_t i = 0; i < structures.items.size(); ++i) {
+      const JsonValue& s = structures.items[i];
+      std::string sp = At(At(path, "structures"), i);
+      if (!s.IsObject()) Fail("a structure must be an object with \"begin\", \"schema\" and \"end\"", sp);
+      Fields(s, sp, {"begin", "schema", "end"});
+      std::string end = String(s, "end", sp);
+      int32_t content = Schema(Field(s, "schema", sp), At(sp, "schema"));
+      tags.push_back({String(s, "begin", sp), b_.Seq({content, b_.Bytes(end)}), sp});
+    }
+    return Triggered(Strings(v, "triggers", path, true), tags, false, false, {}, path);
+  }
+
+ IrBuilder& builder() { return b_; }
+
+ private:
+  [[noreturn]] void Fail(const std::string& msg, const std::string& path) { throw StructuralTagError(msg, path); }
+
+  // Rejects fields a format does not have (a misspelt option would otherwise be ignored).
+  void Fields(const JsonValue& v, const std::string& path, std::initializer_list<const char*> allowed) {
+    for (const auto& [key, value] : v.members) {
+      if (key == "type") continue;
+      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
+        std::string list;
+        for (const char* a : allowed) list += std::string(list.empty() ? "" : ", ") + a;
+        Fail("unknown field \"" + key + "\" (this format has: " + list + ")", At(path, key));
+      }
+    }
+  }
+
+  const JsonValue& Field(const JsonValue& v, const char* key, const std::string& path) {
+    const JsonValue* f = v.Find(key);
+    if (!f) Fail(std::string("missing required field \"") + key + "\"", path);
+    return *f;
+  }
+
+  std::string String(const JsonValue& v, const char* key, const std::string& path) {
+    const JsonValue& f = Field(v, key, path);
+    if (!f.IsString()) Fail(std::string("\"") + key + "\" must be a string", At(path, key));
+    return f.text;
+  }
+
+  const JsonValue& Array(const JsonValue& v, const char* key, const std::string& path) {
+    const JsonValue& f = Field(v, key, path);
+    if (!f.IsArray()) Fail(std::string("\"") + key + "\" must be an array", At(path, key));
+    return f;
+  }
+
+  bool Bool(const JsonValue& v, const char* key, const std::string& path, bool fallback) {
+    const JsonValue* f = v.Find(key);
+    if (!f) return fallback;
+    if (!f->IsBool()) Fail(std::string("\"") + key + "\" must be true or false", At(path, key));
+    return f->boolean;
+  }
+
+  int64_t Int(const JsonValue& v, const char* key, const std::string& path) {
+    const JsonValue& f = Field(v, key, path);
+    const std::string& s = f.text;
+    bool ok = f.IsNumber() && !s.empty() && s.size() <= 12 &&
+              std::all_of(s.begin() + (s[0] == '-'), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!ok) Fail(std::string("\"") + key + "\" must be an integer", At(path, key));
+    return std::stoll(s);
+  }
+
+  std::vector<std::string> Strings(const JsonValue& v, const char* key, const std::string& path, bool required) {
+    if (!required && !v.Find(key)) return {};
+    const JsonValue& f = Array(v, key, path);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < f.items.size(); ++i) {
+      if (!f.items[i].IsString()) Fail("must be a string", At(At(path, key), i));
+      out.push_back(f.items[i].text);
+    }
+    return out;
+  }
+
+  // A format's own `excludes` plus the enclosing tag's ends (deduplicated; an empty end
+  // is no boundary).
+  std::vector<std::string> Excludes(const JsonValue& v, const std::string& path, const Context& ctx) {
+    std::vector<std::string> out;
+    std::vector<std::string> own = Strings(v, "excludes", path, false);
+    for (size_t i = 0; i < own.size(); ++i) {
+      if (own[i].empty()) Fail("an excluded string must not be empty", At(At(path, "excludes"), i));
+      if (std::find(out.begin(), out.end(), own[i]) == out.end()) out.push_back(own[i]);
+    }
+    for (const std::string& s : ctx.ends) {
+      if (!s.empty() && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    }
+    return out;
+  }
+
+  // A TagDispatch expression; tag i dispatches to targets[i]. Reports a bad set of
+  // strings (one that can never complete, duplicates, ...) at `path`.
+  int32_t Dispatch(std::vector<std::string> tags, std::vector<int32_t> targets, std::vector<std::string> excludes,
+                   bool loop, const std::string& path) {
+    auto spec = std::make_shared<TagDispatchSpec>();
+    spec->tags = std::move(tags);
+    spec->excludes = std::move(excludes);
+    spec->loop_after_dispatch = loop;
+    try {
+      BuildDispatchAutomaton(*spec);
+    } catch (const GrammarError& e) {
+      Fail(e.what(), path);
+    }
+    Expr e;
+    e.kind = ExprKind::kTagDispatch;
+    e.children = std::move(targets);
+    e.dispatch = std::move(spec);
+    return b_.ir()->AddExpr(std::move(e));
+  }
+
+  int32_t Schema(const JsonValue& schema, const std::string& schema_path) {
+    if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
+    std::string text = DumpJson(schema);
+    auto it = schemas_.find(text);  // the same schema twice (tools sharing arguments): one rule
+    if (it != schemas_.end()) return b_.Ref(it->second);
+    JsonSchemaGrammar g;
+    try {
+      g = JsonSchemaToGrammar(text, JsonSchemaOptions{});
+    } catch (const SchemaError& e) {
+      Fail(std::string("invalid JSON Schema: ") + e.what(), schema_path + e.pointer);
+    }
+    int32_t rule = ImportGrammar(&b_, *g.grammar, "schema" + std::to_string(schemas_.size()) + "_");
+    schemas_[text] = rule;
+    return b_.Ref(rule);
+  }
+
+  int32_t JsonSchema(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"json_schema", "style", "any_order"});
+    if (const JsonValue* style = v.Find("style")) {
+      if (!style->IsString()) Fail("\"style\" must be a string", At(path, "style"));
+      if (style->text != "json") {
+        Fail("json_schema style \"" + style->text + "\" is not supported yet (only \"json\")", At(path, "style"));
+      }
+    }
+    if (Bool(v, "any_order", path, false)) Fail("\"any_order\": true is not supported yet", At(path, "any_order"));
+    return Schema(Field(v, "json_schema", path), At(path, "json_schema"));
+  }
+
+  int32_t Ebnf(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"grammar"});
+    std::string text = String(v, "grammar", path);
+    GrammarPtr g;
+    try {
+      g = ParseEbnf(text, "root");
+    } catch (const GrammarError& e) {
+      Fail(std::string("invalid grammar: ") + e.what(), At(path, "grammar"));
+    }
+    return b_.Ref(ImportGrammar(&b_, *g, "grammar" + std::to_string(++grammars_) + "_"));
+  }
+
+  int32_t Regex(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"pattern"});
+    std::string pattern = String(v, "pattern", path);
+    try {
+      return AppendRegex(&b_, pattern, false);
+    } catch (const RegexError& e) {
+      Fail("invalid regex (at offset " + std::to_string(e.position) + "): " + e.what(), At(path, "pattern"));
+    }
+  }
+
+  int32_t Repeat(const JsonValue& v, const std::string& path, const Context& ctx) {
+    Fields(v, path, {"min", "max", "content"});
+    int64_t min = Int(v, "min", path), max = Int(v, "max", path);
+    if (min < 0 || min > GrammarLimits::kMaxRepeat) {
+      Fail("\"min\" must be in [0, " + std::to_string(GrammarLimits::kMaxRepeat) + "]", At(path, "min"));
+    }
+    if (max != -1 && (max < min || max > GrammarLimits::kMaxRepeat)) {
+      Fail("\"max\" must be -1 (unbounded) or in [min, " + std::to_string(GrammarLimits::kMaxRepeat) + "]",
+           At(path, "max"));
+    }
+    int32_t content = Format(Field(v, "content", path), At(path, "content"), ctx);
+    return b_.Repeat(content, static_cast<int32_t>(min), static_cast<int32_t>(max));
+  }
+
+  // A `tag` object (in a list of tags the "type" may be left out).
+  TagParts Tag(const JsonValue& v, const std::string& path) {
+    if (!v.IsObject()) Fail("a tag must be an object with \"begin\", \"content\" and \"end\"", path);
+    if (const JsonValue* type = v.Find("type"); type && !(type->IsString() && type->text == "tag")) {
+      Fail("expected a format of type \"tag\"", At(path, "type"));
+    }
+    Fields(v, path, {"begin", "content", "end"});
+    const JsonValue& begin = Field(v, "begin", path);
+    if (begin.IsObject()) Fail("token-level tag delimiters are not supported yet", At(path, "begin"));
+    if (!begin.IsString()) Fail("\"begin\" must be a string", At(path, "begin"));
+    const JsonValue& end = Field(v, "end", path);
+    Context inner;
+    if (end.IsString()) {
+      inner.ends = {end.text};
+    } else if (end.IsArray()) {
+      inner.ends = Strings(v, "end", path, true);
+      if (inner.ends.empty()) Fail("\"end\" must hold at least one string", At(path, "end"));
+    } else if (end.IsObject()) {
+      Fail("token-level tag delimiters are not supported yet", At(path, "end"));
+    } else {
+      Fail("\"end\" must be a string or an array of strings", At(path, "end"));
+    }
+    int32_t content = Format(Field(v, "content", path), At(path, "content"), inner);
+    std::vector<int32_t> ends;
+    for (const std::string& e : inner.ends) ends.push_back(b_.Bytes(e));
+    return {begin.text, b_.Seq({content, b_.Choice(ends)}), path};
+  }
+
+  std::vector<TagParts> Tags(const JsonValue& v, const std::string& path) {
+    const JsonValue& list = Array(v, "tags", path);
+    if (list.items.empty()) Fail("\"tags\" must not be empty", At(path, "tags"));
+    std::vector<TagParts> tags;
+    for (size_t i = 0; i < list.items.size(); ++i) tags.push_back(Tag(list.items[i], At(At(path, "tags"), i)));
+    return tags;
+  }
+
+  // Any one of the tags, whole (begin, content, end), as a rule of its own.
+  int32_t AnyTag(const std::vector<TagParts>& tags) {
+    std::vector<int32_t> alts;
+    for (const TagParts& t : tags) alts.push_back(b_.Seq({b_.Bytes(t.begin), t.rest}));
+    return b_.RuleRef("tag", b_.Choice(alts));
+  }
+
+  int32_t TriggeredTags(const JsonValue& v, const std::string& path, const Context& ctx) {
+    Fields(v, path, {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"});
+    std::vector<std::string> triggers = Strings(v, "triggers", path, true);
+    std::vector<TagParts> tags = Tags(v, path);
+    return Triggered(triggers, tags, Bool(v, "at_least_one", path, false), Bool(v, "stop_after_first", path, false),
+                     Excludes(v, path, ctx), path);
+  }
+
+  // Free text; a completed trigger dispatches to the rest of one of the tags that begin
+  // with it. at_least_one: a tag comes first, with no free text before it (XGrammar).
+  int32_t Triggered(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags, bool at_least_one,
+                    bool stop_after_first, std::vector<std::string> excludes, const std::string& path) {
+    if (triggers.empty()) Fail("\"triggers\" must not be empty", At(path, "triggers"));
+    std::vector<std::vector<int32_t>> rests(triggers.size());
+    for (size_t i = 0; i < triggers.size(); ++i) {
+      if (triggers[i].empty()) Fail("a trigger must not be empty", At(At(path, "triggers"), i));
+    }
+    for (const TagParts& t : tags) {
+      int found = -1;
+      for (size_t i = 0; i < triggers.size(); ++i) {
+        if (t.begin.compare(0, triggers[i].size(), triggers[i]) != 0) continue;
+        if (found >= 0) {
+          Fail("the tag's begin \"" + t.begin + "\" starts with two triggers, \"" + triggers[found] + "\" and \"" +
+                   triggers[i] + "\"",
+               At(t.path, "begin"));
+        }
+        found = static_cast<int>(i);
+      }
+      if (found < 0) Fail("the tag's begin \"" + t.begin + "\" starts with no trigger", At(t.path, "begin"));
+      rests[found].push_back(b_.Seq({b_.Bytes(t.begin.substr(triggers[found].size())), t.rest}));
+    }
+    std::vector<std::string> used;
+    std::vector<int32_t> targets;
+    for (size_t i = 0; i < triggers.size(); ++i) {
+      if (rests[i].empty()) Fail("no tag begins with the trigger \"" + triggers[i] + "\"", At(At(path, "triggers"), i));
+      used.push_back(triggers[i]);
+      targets.push_back(b_.RuleRef("triggered", b_.Choice(rests[i])));
+    }
+    if (at_least_one && stop_after_first) return AnyTag(tags);
+    int32_t text = Dispatch(used, targets, excludes, !stop_after_first, path);
+    if (!at_least_one) return text;
+    return b_.Seq({AnyTag(tags), text});
+  }
+
+  int32_t TagsWithSeparator(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"tags", "separator", "at_least_one", "stop_after_first"});
+    int32_t tag = AnyTag(Tags(v, path));
+    std::string separator = String(v, "separator", path);
+    bool at_least_one = Bool(v, "at_least_one", path, false);
+    int32_t some = Bool(v, "stop_after_first", path, false) ? tag
+                                                             : b_.Seq({tag, b_.Star(b_.Seq({b_.Bytes(separator), tag}))});
+    return at_least_one ? some : b_.Optional(some);
+  }
+
+  int32_t DispatchFormat(const JsonValue& v, const std::string& path, const Context& ctx) {
+    Fields(v, path, {"rules", "loop", "excludes"});
+    const JsonValue& rules = Array(v, "rules", path);
+    std::vector<std::string> patterns;
+    std::vector<int32_t> targets;
+    for (size_t i = 0; i < rules.items.size(); ++i) {
+      const JsonValue& r = rules.items[i];
+      std::string rp = At(At(path, "rules"), i);
+      if (!r.IsArray() || r.items.size() != 2 || !r.items[0].IsString()) {
+        Fail("a dispatch rule must be a [pattern string, format] pair", rp);
+      }
+      patterns.push_back(r.items[0].text);
+      targets.push_back(b_.RuleRef("dispatched", Format(r.items[1], At(rp, 1), ctx)));
+    }
+    return Dispatch(patterns, targets, Excludes(v, path, ctx), Bool(v, "loop", path, true), path);
+  }
+
+  IrBuilder b_;
+  std::map<std::string, int32_t> schemas_;  // schema JSON -> its root rule
+  int grammars_ = 0;
+};
+
+}  // namespace
+
+GrammarPtr StructuralTagToGrammar(const std::string& spec_json) {
+  JsonValue spec;
+  try {
+    spec = ParseJson(spec_json);
+  } catch (const std::invalid_argument& e) {
+    throw StructuralTagError(std::string("the structural tag is not valid JSON: ") + e.what(), "");
+  }
+  if (!spec.IsObject()) throw StructuralTagError("a structural tag must be a JSON object", "");
+  auto g = std::make_shared<GrammarIR>();
+  Converter c(g.get());
+  g->root = c.builder().NewRule("root");  // first, so it prints first
+  int32_t body;
+  const JsonValue* type = spec.Find("type");
+  bool wrapper = type && type->IsString() && type->text == "structural_tag";
+  if (spec.Find("structures") && (wrapper || !type)) {
+    body = c.Structures(spec, "");
+  } else if (wrapper) {
+    for (const auto& [key, value] : spec.members) {
+      if (key != "type" && key != "format") {
+        throw StructuralTagError("unknown field \"" + key + "\" (a structural tag has: type, format)", At("", key));
+      }
+    }
+    const JsonValue* format = spec.Find("format");
+    if (!format) throw StructuralTagError("missing required field \"format\"", "");
+    body = c.Format(*format, "/format", Context{});
+  } else {
+    body = c.Format(spec, "", Context{});
+  }
+  c.builder().SetBody(g->root, body);
+  CompressRepetitions(g.get());
+  return g;
+}
+
+}  // namespace xgr2

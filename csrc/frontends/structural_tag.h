@@ -1,0 +1,19 @@
+// Structural tags (XGrammar's JSON format, as vLLM and SGLang users send it) compiled to
+// grammar IR: a tree of formats (const_string, json_schema, grammar, regex, any_text,
+// sequence, or, optional, plus, star, repeat, tag, triggered_tags, tags_with_separator,
+// dispatch). Free text and triggers become TagDispatch expressions. See
+// docs/structural_tags.md.
+#pragma once
+#include <string>
+
+#include "xgr2/grammar.h"
+
+namespace xgr2 {
+
+// `spec_json` is one of: {"type": "structural_tag", "format": F}, a format object F, or
+// the older {"type": "structural_tag", "structures": [...], "triggers": [...]}.
+// Throws StructuralTagError (with the JSON pointer of the bad field) for malformed
+// specs and for the token-level formats, which are not supported yet.
+GrammarPtr StructuralTagToGrammar(const std::string& spec_json);
+
+}  // namespace xgr2
