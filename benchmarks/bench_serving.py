@@ -10,6 +10,9 @@ one process, so their ratios are fair):
   (byte distances, radius-1 index key, key at radius 8), on synthetic grammars of about
   18 k, 35 k and 67 k nodes. Target: flat within 20 %. Also, end to end, the precompute
   of a grammar whose node masks all come from the cross-grammar cache, per node.
+- retained bytes: what the newest matcher state keeps alive after 10 k, 55 k and 550 k
+  tokens of flat JSON (same nesting depth), from `bench_state_memory.py`. Target: at most
+  64 KB at 55 k, and the same within 10 % at 10x the length.
 
     python benchmarks/bench_serving.py [--samples 400] [--write-results]
 """
@@ -24,6 +27,7 @@ import numpy as np
 import xgr2
 
 from _common import append_results, load_tokenizer
+from bench_state_memory import retained_bytes_section
 
 JSON_PREFIXES = ["", "{", '{"a', '{"a": ', '{"a": [1', '{"a": [1, "x', '{"a": [1, "x"], "b": tr', '{"a": {"c": -0.5']
 _fresh_block = itertools.count()
@@ -138,6 +142,7 @@ def main() -> None:
         lines = section()
         print("\n".join(lines) + "\n", flush=True)
         body += [""] + lines
+    body += ["", retained_bytes_section()]
     if args.write_results:
         note = ("Machine: 2-core shared VM, other jobs running (noisy): compare the rows of one run, "
                 "not across runs.")

@@ -7,6 +7,7 @@ from collections import OrderedDict
 from typing import Any, Callable, NamedTuple
 
 from . import _core
+from ._core import BackgroundJob as _BackgroundJob
 from ._errors import Xgr2Error
 from ._frozen import Frozen, init_slots
 from ._grammar import Grammar
@@ -29,8 +30,9 @@ class PrecomputeJob(Frozen):
     """
 
     __slots__ = ("_core",)
+    _core: _BackgroundJob
 
-    def __init__(self, core: _core.BackgroundJob):
+    def __init__(self, core: _BackgroundJob):
         init_slots(self, _core=core)
 
     def join(self, timeout: float | None = None) -> None:
