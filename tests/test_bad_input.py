@@ -699,3 +699,14 @@ def test_long_chain_of_postfix_operators_does_not_crash(tmp_path, op):
         print("DONE", flush=True)
     """)
     _check_outcomes(_run_script(script, tmp_path))
+
+
+@pytest.mark.parametrize("text", [
+    '{"description": "00\\\x8000"}',           # a backslash before U+0080 in a JSON string
+    '{"description": "\\\u00e9"}',
+])
+def test_error_messages_about_non_ascii_input_are_library_errors(text):
+    # Found by benchmarks/fuzz_frontends.py: the message quoted one byte of a UTF-8
+    # character and its conversion to str raised RuntimeError instead of SchemaError.
+    with pytest.raises(xgr2.SchemaError, match="escape"):
+        xgr2.Grammar.from_json_schema(text)

@@ -51,12 +51,20 @@ void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_
   g_token_rejected_error = rejected.inc_ref().ptr();
 }
 
+// A Python str of an error text; bytes of user input that are not UTF-8 become U+FFFD
+// (nb::str would throw, turning a clear error into a RuntimeError).
+nb::str Text(const std::string& s) {
+  return nb::steal<nb::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
+}
+
+void SetError(PyObject* type, const std::string& msg) { PyErr_SetObject(type, Text(msg).ptr()); }
+
 void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const GrammarError& e) {
     std::string msg = e.what();
-    nb::str text(msg.data(), msg.size());
+    nb::str text = Text(msg);
     PyObject* exc = PyObject_CallFunction(g_grammar_error, "Oii", text.ptr(), e.line, e.column);
     if (exc) {
       PyErr_SetObject(g_grammar_error, exc);
@@ -64,7 +72,7 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     }
   } catch (const RegexError& e) {
     std::string msg = e.what();
-    nb::str text(msg.data(), msg.size());
+    nb::str text = Text(msg);
     PyObject* exc = PyObject_CallFunction(g_regex_error, "Oi", text.ptr(), e.position);
     if (exc) {
       PyErr_SetObject(g_regex_error, exc);
@@ -72,8 +80,8 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     }
   } catch (const SchemaError& e) {
     std::string msg = e.what();
-    nb::str text(msg.data(), msg.size());
-    nb::str pointer(e.pointer.data(), e.pointer.size());
+    nb::str text = Text(msg);
+    nb::str pointer = Text(e.pointer);
     PyObject* exc = PyObject_CallFunction(g_schema_error, "OO", text.ptr(), pointer.ptr());
     if (exc) {
       PyErr_SetObject(g_schema_error, exc);
@@ -81,19 +89,19 @@ void TranslateErrors(const std::exception_ptr& p, void*) {
     }
   } catch (const StructuralTagError& e) {
     std::string msg = e.what();
-    nb::str text(msg.data(), msg.size());
-    nb::str path(e.path.data(), e.path.size());
+    nb::str text = Text(msg);
+    nb::str path = Text(e.path);
     PyObject* exc = PyObject_CallFunction(g_structural_tag_error, "OO", text.ptr(), path.ptr());
     if (exc) {
       PyErr_SetObject(g_structural_tag_error, exc);
       Py_DECREF(exc);
     }
   } catch (const TokenizerError& e) {
-    PyErr_SetString(g_tokenizer_error, e.what());
+    SetError(g_tokenizer_error, e.what());
   } catch (const InvalidTokenError& e) {
-    PyErr_SetString(g_invalid_token_error, e.what());
+    SetError(g_invalid_token_error, e.what());
   } catch (const TokenRejectedError& e) {
-    PyErr_SetString(g_token_rejected_error, e.what());
+    SetError(g_token_rejected_error, e.what());
   }
 }
 

@@ -192,6 +192,7 @@ class JsonReader {
           break;
         }
         default:
+          if (static_cast<unsigned char>(e) >= 0x80) Fail("invalid escape: `\\` before a non-ASCII character");
           Fail(std::string("invalid escape `\\") + e + "`");
       }
     }
