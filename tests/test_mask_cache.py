@@ -158,6 +158,32 @@ def test_cross_grammar_cache_hits_keep_masks_exact(limit, byte_fallback_tokenize
     assert info.hits > 0 and info.misses > 0
     if limit is None:
         assert info.entries > 0
+    else:
+        assert info.evictions > 0
+
+
+def test_cross_grammar_cache_evicts_least_recently_used_first():
+    # A grammar recompiled between others keeps its entries (each recompile uses them
+    # all) while the others' are evicted: a cache that starts over when full would
+    # make it miss again.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b"ab", b"12", b'":', b"true"]
+    tok = xgr2.TokenizerInfo(vocab)
+    hot = 'root ::= "{" [a-z]+ ":" [0-9]+ "}"'
+
+    def use(text, prefix):
+        compiled = xgr2.Compiler(tok, cache_limit_bytes=0).compile(text)
+        compiled.initial_state().advance_text(prefix).bitmask()
+
+    use(hot, "{ab:1")
+    tok.set_cross_grammar_cache_limit(6 * tok.cross_grammar_cache_info().bytes)
+    for i in range(40):
+        use(f'root ::= "<{i}" [A-Z]+ "=" [a-f]{{{i % 5 + 1}}} ">"', f"<{i}AB=")
+        before = tok.cross_grammar_cache_info()
+        use(hot, "{ab:1")
+        after = tok.cross_grammar_cache_info()
+        assert after.misses == before.misses and after.hits > before.hits, i
+        assert after.bytes <= after.limit_bytes
+    assert tok.cross_grammar_cache_info().evictions > 0
 
 
 def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):

@@ -41,6 +41,7 @@ class CrossGrammarCacheInfo(NamedTuple):
     entries: int
     bytes: int
     limit_bytes: int
+    evictions: int  # entries dropped, least recently used first, to stay under limit_bytes
 
 
 class TokenizerInfo:
@@ -138,7 +139,9 @@ class TokenizerInfo:
         a structure there (a JSON string, a number, a schema property's value, whatever
         follows it) share the work of classifying the vocabulary; the tokens left to the
         parser in a caller context are shared the same way when the structure around the
-        context matches too. ``entries`` counts both kinds. The cache belongs to this
+        context matches too. ``entries`` counts both kinds (and the small index entries
+        that find them). When an insertion would exceed ``limit_bytes``, the least
+        recently used entries are evicted (``evictions`` counts them). The cache belongs to this
         ``TokenizerInfo`` object and lives as long as it does.
 
         >>> tok = TokenizerInfo([b"a", b"b"])
@@ -152,7 +155,7 @@ class TokenizerInfo:
         self._core.clear_mask_pool()
 
     def set_cross_grammar_cache_limit(self, limit_bytes: int) -> None:
-        """Bounds the shared node masks' memory (default 256 MiB); over it the cache starts over."""
+        """Bounds the shared node masks' memory (default 256 MiB); over it the least recently used entries go."""
         if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
             raise ValueError(f"limit_bytes must be a non-negative int, got {limit_bytes!r}")
         self._core.set_mask_pool_limit(limit_bytes)

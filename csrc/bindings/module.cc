@@ -322,7 +322,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
       .def("mask_pool_stats", [](const TokenizerInfo& t) {
         NodeMaskPool::Stats s = t.mask_pool().GetStats();
-        return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes);
+        return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
       })
       .def("clear_mask_pool", [](const TokenizerInfo& t) { t.mask_pool().Clear(); })
       .def("set_mask_pool_limit", [](const TokenizerInfo& t, int64_t limit) { t.mask_pool().SetLimitBytes(limit); })

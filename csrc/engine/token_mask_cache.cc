@@ -209,6 +209,9 @@ TokenMaskCache::~TokenMaskCache() {
 
 namespace {
 
+size_t PoolBytes(const InnerMask& mask) { return mask.MemoryBytes(); }
+size_t PoolBytes(const TokenList& list) { return sizeof(TokenList) + 4 * list.capacity(); }
+
 // A walk's result shared through the vocabulary's pool, keyed by the structure the
 // walk reached from `roots` (BallKey): usually a few bytes around a node, so a schema's
 // `": " value` node is shared whatever properties follow it. `find` and `insert` are the
@@ -217,13 +220,10 @@ namespace {
 // else the result depends on. `reach`: the most bytes a walk scans (the longest token);
 // an item after d bytes is at a node at most d away, so no farther distance matters.
 template <class T, class Compute>
-std::shared_ptr<const T> SharedByReach(
-    const GrammarFsm& fsm, int32_t reach, const std::vector<int32_t>& roots, const std::vector<std::vector<int32_t>>* call_targets,
-    const std::string& also, NodeMaskPool& pool,
-    std::shared_ptr<const T> (NodeMaskPool::*find)(const std::string&, const NodeMaskPool::KeyAt&, int32_t*),
-    std::shared_ptr<const T> (NodeMaskPool::*insert)(const std::string&, int32_t, const std::string&,
-                                                     std::shared_ptr<const T>),
-    Compute&& compute, int32_t* radius) {
+std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, const std::vector<int32_t>& roots,
+                                       const std::vector<std::vector<int32_t>>* call_targets,
+                                       const std::string& also, NodeMaskPool& pool, NodeMaskPool::Kind kind,
+                                       Compute&& compute, int32_t* radius) {
   // Not bounded by kMaxKeyRadius: a classification that reaches further gets no key
   // of its own, but its exact radius still keys the context walks that depend on it
   // (UncertainIn).
@@ -236,7 +236,7 @@ std::shared_ptr<const T> SharedByReach(
   // (the bytes out of the node), so few radii are tried per lookup.
   std::string core = key_at(1);
   if (!core.empty()) {
-    if (auto found = (pool.*find)(core, key_at, radius)) return found;
+    if (auto found = pool.FindByReach<T>(kind, core, key_at, radius)) return found;
   }
   std::shared_ptr<const T> value = compute(dist.data(), radius);
   std::string key;
@@ -245,7 +245,8 @@ std::shared_ptr<const T> SharedByReach(
     *radius = -1;
     return value;
   }
-  return (pool.*insert)(core, *radius, key, std::move(value));
+  int64_t bytes = static_cast<int64_t>(PoolBytes(*value));
+  return pool.InsertByReach<T>(kind, core, *radius, key, std::move(value), bytes);
 }
 
 }  // namespace
@@ -271,12 +272,14 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   if (m) return *m;
   NodeMaskPool& pool = tok_.mask_pool();
   std::string same = SameKey('n', &node, sizeof(node));
-  std::shared_ptr<const InnerMask> inner = pool.FindSame(same);
+  std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
     int32_t radius = -1;
     auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, dist, r); };
-    inner = pool.InsertSame(same, SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool, &NodeMaskPool::Find,
-                                                           &NodeMaskPool::Insert, classify, &radius));
+    inner = SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool,
+                                     NodeMaskPool::Kind::kInner, classify, &radius);
+    int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
+    inner = pool.Insert(NodeMaskPool::Kind::kSameInner, same, std::move(inner), bytes);
   }
   auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
@@ -370,7 +373,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   NodeMaskPool& pool = tok_.mask_pool();
   std::string same = SameKey('c', key.data(), key.size());
   using List = std::shared_ptr<const std::vector<int32_t>>;
-  List found = pool.FindSameList(same);
+  List found = pool.Find<TokenList>(NodeMaskPool::Kind::kSameList, same);
   if (found) {
     std::unique_lock<std::shared_mutex> lock(context_mu_);
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
@@ -401,10 +404,10 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   // Without the classification's key, what decided the crossing tokens is unknown:
   // nothing to share by reach (and no lookup, which would leave that part out).
   found = inner_key.empty() ? compute(nullptr, &radius)
-                            : SharedByReach<std::vector<int32_t>>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_key, pool,
-                                                                  &NodeMaskPool::FindContext,
-                                                                  &NodeMaskPool::InsertContext, compute, &radius);
-  found = pool.InsertSameList(same, std::move(found));
+                            : SharedByReach<TokenList>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_key, pool,
+                                                       NodeMaskPool::Kind::kContext, compute, &radius);
+  int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
+  found = pool.Insert(NodeMaskPool::Kind::kSameList, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first
@@ -452,7 +455,8 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   }
   // Then the pool's, for this grammar compiled before.
   std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
-  std::shared_ptr<const std::vector<int32_t>> ids = memo ? tok_.mask_pool().FindSameList(same) : nullptr;
+  std::shared_ptr<const TokenList> ids =
+      memo ? tok_.mask_pool().Find<TokenList>(NodeMaskPool::Kind::kSameList, same) : nullptr;
   if (ids) {
     apply(*ids);
   } else {
@@ -463,7 +467,8 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
       int32_t id = sorted[pos];
       if ((words[id >> 5] >> (id & 31)) & 1) accepted->push_back(id);
     }
-    ids = tok_.mask_pool().InsertSameList(same, std::move(accepted));
+    int64_t bytes = static_cast<int64_t>(PoolBytes(*accepted));
+    ids = tok_.mask_pool().Insert<TokenList>(NodeMaskPool::Kind::kSameList, same, std::move(accepted), bytes);
   }
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
