@@ -65,7 +65,7 @@ class TokenizerInfo:
     (64, 3, [2])
     """
 
-    __slots__ = ("_core", "_decoded", "_args")
+    __slots__ = ("_core", "_pool", "_decoded", "_args")
 
     def __init__(
         self,
@@ -93,6 +93,8 @@ class TokenizerInfo:
             raise TokenizerError("vocabulary too large")
         stops, specials = _ids(stop_token_ids, "stop_token_ids"), _ids(special_token_ids, "special_token_ids")
         self._core = _core.TokenizerInfoCore(encoded, _VOCAB_TYPES[vocab_type], vocab_size, stops, specials)
+        # Held for this object's life: the cache outlives the grammars compiled for it.
+        self._pool = _core.mask_pool_for(self._core)
         self._decoded: list[bytes] | None = None
         self._args = (encoded, vocab_size, stops, specials, vocab_type)  # for pickling
 
@@ -141,24 +143,27 @@ class TokenizerInfo:
         parser in a caller context are shared the same way when the structure around the
         context matches too. ``entries`` counts both kinds (and the small index entries
         that find them). When an insertion would exceed ``limit_bytes``, the least
-        recently used entries are evicted (``evictions`` counts them). The cache belongs to this
-        ``TokenizerInfo`` object and lives as long as it does.
+        recently used entries are evicted (``evictions`` counts them). The cache belongs to the
+        vocabulary: every ``TokenizerInfo`` with the same tokens, special and stop ids and
+        ``vocab_size`` (a copy, a pickle round
+        trip, the same tokenizer loaded again) shares it, and it lives while one of them
+        or a grammar compiled for one does.
 
         >>> tok = TokenizerInfo([b"a", b"b"])
         >>> tok.cross_grammar_cache_info().entries
         0
         """
-        return CrossGrammarCacheInfo(*self._core.mask_pool_stats())
+        return CrossGrammarCacheInfo(*self._pool.stats())
 
     def clear_cross_grammar_cache(self) -> None:
         """Forgets the shared node masks (compiled grammars keep those they use)."""
-        self._core.clear_mask_pool()
+        self._pool.clear()
 
     def set_cross_grammar_cache_limit(self, limit_bytes: int) -> None:
         """Bounds the shared node masks' memory (default 256 MiB); over it the least recently used entries go."""
         if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
             raise ValueError(f"limit_bytes must be a non-negative int, got {limit_bytes!r}")
-        self._core.set_mask_pool_limit(limit_bytes)
+        self._pool.set_limit(limit_bytes)
 
     def __reduce__(self):
         return (_restore_tokenizer_info, self._args)

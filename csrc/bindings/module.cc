@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "engine/mask_pool_registry.h"
 #include "engine/node_mask_pool.h"
 #include "frontends/json_formats.h"
 #include "frontends/json_schema.h"
@@ -301,6 +302,16 @@ NB_MODULE(_core, m) {
         return names;
       });
 
+  nb::class_<NodeMaskPool>(m, "MaskPool")
+      .def("stats",
+           [](const NodeMaskPool& p) {
+             NodeMaskPool::Stats s = p.GetStats();
+             return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
+           })
+      .def("clear", &NodeMaskPool::Clear)
+      .def("set_limit", &NodeMaskPool::SetLimitBytes);
+  m.def("mask_pool_for", &MaskPoolFor, nb::call_guard<nb::gil_scoped_release>());
+
   nb::class_<TokenizerInfo>(m, "TokenizerInfoCore")
       .def(
           "__init__",
@@ -320,12 +331,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("vocab_type", [](const TokenizerInfo& t) { return static_cast<int>(t.vocab_type()); })
       .def_prop_ro("stop_ids", &TokenizerInfo::stop_ids)
       .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
-      .def("mask_pool_stats", [](const TokenizerInfo& t) {
-        NodeMaskPool::Stats s = t.mask_pool().GetStats();
-        return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
-      })
-      .def("clear_mask_pool", [](const TokenizerInfo& t) { t.mask_pool().Clear(); })
-      .def("set_mask_pool_limit", [](const TokenizerInfo& t, int64_t limit) { t.mask_pool().SetLimitBytes(limit); })
       .def("decoded_vocab", [](const TokenizerInfo& t) {
         nb::list out;
         for (int32_t i = 0; i < t.tokenizer_size(); ++i) {

@@ -190,8 +190,8 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
   return uncertain;
 }
 
-TokenMaskCache::TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok)
-    : fsm_(fsm), tok_(tok), masks_(new std::atomic<const NodeMask*>[fsm.NumNodes()]) {
+TokenMaskCache::TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool)
+    : fsm_(fsm), tok_(tok), pool_(std::move(pool)), masks_(new std::atomic<const NodeMask*>[fsm.NumNodes()]) {
   for (int32_t i = 0; i < fsm.NumNodes(); ++i) masks_[i].store(nullptr, std::memory_order_relaxed);
   call_targets_.resize(fsm.rule_start.size());
   for (const FsmEdge& e : fsm.edges) {
@@ -270,7 +270,7 @@ int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int
 const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
   if (m) return *m;
-  NodeMaskPool& pool = tok_.mask_pool();
+  NodeMaskPool& pool = *pool_;
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
@@ -370,7 +370,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   // here but has not looked at the tokens left out, so it is only looked up.
   std::vector<int32_t> roots = {node};
   roots.insert(roots.end(), follow.begin(), follow.end());
-  NodeMaskPool& pool = tok_.mask_pool();
+  NodeMaskPool& pool = *pool_;
   std::string same = SameKey('c', key.data(), key.size());
   using List = std::shared_ptr<const std::vector<int32_t>>;
   List found = pool.Find<TokenList>(NodeMaskPool::Kind::kSameList, same);
@@ -456,7 +456,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // Then the pool's, for this grammar compiled before.
   std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
   std::shared_ptr<const TokenList> ids =
-      memo ? tok_.mask_pool().Find<TokenList>(NodeMaskPool::Kind::kSameList, same) : nullptr;
+      memo ? pool_->Find<TokenList>(NodeMaskPool::Kind::kSameList, same) : nullptr;
   if (ids) {
     apply(*ids);
   } else {
@@ -468,7 +468,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
       if ((words[id >> 5] >> (id & 31)) & 1) accepted->push_back(id);
     }
     int64_t bytes = static_cast<int64_t>(PoolBytes(*accepted));
-    ids = tok_.mask_pool().Insert<TokenList>(NodeMaskPool::Kind::kSameList, same, std::move(accepted), bytes);
+    ids = pool_->Insert<TokenList>(NodeMaskPool::Kind::kSameList, same, std::move(accepted), bytes);
   }
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
@@ -476,7 +476,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
 }
 
 std::string TokenMaskCache::SameKey(char tag, const void* what, size_t size) const {
-  std::call_once(grammar_id_once_, [&] { grammar_id_ = tok_.mask_pool().GrammarId(Fingerprint(fsm_)); });
+  std::call_once(grammar_id_once_, [&] { grammar_id_ = pool_->GrammarId(Fingerprint(fsm_)); });
   std::string key(reinterpret_cast<const char*>(&grammar_id_), sizeof(grammar_id_));
   key.push_back(tag);
   key.append(static_cast<const char*>(what), size);

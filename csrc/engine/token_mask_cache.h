@@ -71,7 +71,8 @@ int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int
 
 class TokenMaskCache {
  public:
-  TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok);
+  // `pool`: the vocabulary's cross-grammar cache (MaskPoolFor), shared with other grammars.
+  TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool);
   ~TokenMaskCache();
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
@@ -110,6 +111,7 @@ class TokenMaskCache {
 
   const GrammarFsm& fsm_;
   const TokenizerInfo& tok_;
+  std::shared_ptr<NodeMaskPool> pool_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
   mutable std::once_flag grammar_id_once_;
   mutable int64_t grammar_id_ = -1;
