@@ -1,5 +1,6 @@
 #include "engine/compiled_grammar_impl.h"
 #include "engine/mask_pool_registry.h"
+#include "engine/shared_by_reach.h"
 #include "support/thread_pool.h"
 #include "xgr2/matcher.h"
 

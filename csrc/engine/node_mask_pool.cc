@@ -15,28 +15,6 @@ std::string FullKey(NodeMaskPool::Kind kind, std::string_view key) {
 
 }  // namespace
 
-AcceptedSet AcceptedSet::FromIds(std::vector<int32_t> ids, int32_t vocab_size) {
-  AcceptedSet set;
-  set.count = static_cast<int64_t>(ids.size());
-  size_t num_words = (static_cast<size_t>(vocab_size) + 31) / 32;
-  if (ids.size() <= num_words) {  // no larger than the bitset; OrInto needs no order
-    ids.shrink_to_fit();
-    set.ids = std::move(ids);
-    return set;
-  }
-  set.words.assign(num_words, 0);
-  for (int32_t id : ids) set.words[id >> 5] |= uint32_t{1} << (id & 31);
-  return set;
-}
-
-void AcceptedSet::OrInto(uint32_t* out) const {
-  if (!words.empty()) {
-    for (size_t w = 0; w < words.size(); ++w) out[w] |= words[w];
-  } else {
-    for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
-  }
-}
-
 NodeMaskPool::Value NodeMaskPool::FindLocked(const std::string& full_key) {
   auto it = index_.find(full_key);
   if (it == index_.end()) return nullptr;

@@ -13,30 +13,6 @@
 
 namespace xgr2 {
 
-// The tokens a node accepts whatever its rule's callers are, stored adaptively.
-struct AcceptedSet {
-  std::vector<int32_t> ids;     // token ids (any order), when few are accepted
-  std::vector<uint32_t> words;  // a bitset over token ids, when many are
-  int64_t count = 0;
-
-  // Keeps whichever of the two forms is smaller; `ids` must be distinct.
-  static AcceptedSet FromIds(std::vector<int32_t> ids, int32_t vocab_size);
-  void OrInto(uint32_t* out) const;
-  size_t MemoryBytes() const { return 4 * (ids.capacity() + words.capacity()); }
-};
-
-// The context-free part of a node's classification.
-struct InnerMask {
-  AcceptedSet accepted;
-  int32_t radius = 0;  // how far (ByteDistances) its classification walk reached
-  // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
-  // rule could have ended on the way: the tokens there may go on in the callers'
-  // context, so each grammar decides them against its own (see TokenMaskCache).
-  std::vector<int32_t> crossing;
-
-  size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
-};
-
 using TokenList = std::vector<int32_t>;
 
 // One byte-bounded store with least-recently-used eviction for every kind of shared
