@@ -1,14 +1,11 @@
 #include "engine/compiled_grammar_impl.h"
+#include "engine/grammar_sources.h"
 #include "engine/mask_pool_registry.h"
 #include "engine/shared_by_reach.h"
 #include "support/thread_pool.h"
 #include "xgr2/matcher.h"
 
 namespace xgr2 {
-
-std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar) {
-  return std::make_shared<const GrammarFsm>(BuildGrammarFsm(grammar));
-}
 
 CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                                  CompileOptions options) {

@@ -4,9 +4,12 @@
 #include "frontends/regex.h"
 #include "grammar/repetition.h"
 #include "xgr2/errors.h"
-#include "xgr2/matcher.h"
 
 namespace xgr2 {
+
+std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar) {
+  return std::make_shared<const GrammarFsm>(BuildGrammarFsm(grammar));
+}
 
 ParsedGrammar GrammarFromEbnf(const std::string& text, const std::string& root) {
   GrammarPtr ir = ParseEbnf(text, root);

@@ -14,6 +14,9 @@
 
 namespace xgr2 {
 
+// Builds (and so validates) the automata of a grammar; throws GrammarError.
+std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar);
+
 struct ParsedGrammar {
   GrammarPtr ir;
   std::shared_ptr<const GrammarFsm> fsm;
