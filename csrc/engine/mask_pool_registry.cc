@@ -10,7 +10,9 @@ namespace xgr2 {
 namespace {
 
 struct Slot {
-  std::string vocabulary;  // VocabularyKey: a fingerprint match is confirmed on it
+  // The first holder's vocabulary_key(): a fingerprint match is confirmed on it (at
+  // once when it is the same string, as for grammars compiled for one TokenizerInfo).
+  std::shared_ptr<const std::string> vocabulary;
   std::weak_ptr<NodeMaskPool> pool;
 };
 
@@ -28,7 +30,7 @@ Registry& TheRegistry() {
 
 std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
   Registry& reg = TheRegistry();
-  std::string vocabulary = tok.VocabularyKey();
+  const std::shared_ptr<const std::string>& vocabulary = tok.vocabulary_key();
   std::lock_guard<std::mutex> lock(reg.mu);
   std::shared_ptr<NodeMaskPool> found;
   for (auto it = reg.by_fingerprint.begin(); it != reg.by_fingerprint.end();) {
@@ -40,14 +42,17 @@ std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
         slots.pop_back();
         continue;
       }
-      if (!found && it->first == tok.fingerprint() && slots[i].vocabulary == vocabulary) found = std::move(pool);
+      if (!found && it->first == tok.fingerprint() &&
+          (slots[i].vocabulary == vocabulary || *slots[i].vocabulary == *vocabulary)) {
+        found = std::move(pool);
+      }
       ++i;
     }
     it = slots.empty() ? reg.by_fingerprint.erase(it) : std::next(it);
   }
   if (!found) {
     found = std::make_shared<NodeMaskPool>();
-    reg.by_fingerprint[tok.fingerprint()].push_back(Slot{std::move(vocabulary), found});
+    reg.by_fingerprint[tok.fingerprint()].push_back(Slot{vocabulary, found});
   }
   return found;
 }

@@ -9,7 +9,7 @@
 
 namespace xgr2 {
 
-// The pool for `tok`'s vocabulary (TokenizerInfo::VocabularyKey), made on first use.
+// The pool for `tok`'s vocabulary (TokenizerInfo::vocabulary_key), made on first use.
 // The registry holds it weakly: it lives while a compiled grammar or a Python
 // TokenizerInfo holds it, and a vocabulary used again later starts a fresh one.
 std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok);

@@ -112,9 +112,9 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(),
                    [&](int32_t a, int32_t b) { return decoded_[a] < decoded_[b]; });
   BuildTrie();
-  std::string key = VocabularyKey();
+  vocabulary_key_ = std::make_shared<const std::string>(VocabularyKey());
   fingerprint_ = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : key) fingerprint_ = (fingerprint_ ^ c) * 1099511628211ull;
+  for (unsigned char c : *vocabulary_key_) fingerprint_ = (fingerprint_ ^ c) * 1099511628211ull;
 }
 
 std::string TokenizerInfo::VocabularyKey() const {

@@ -56,13 +56,14 @@ class TokenizerInfo {
   const TokenTrie& trie() const { return trie_; }
 
   // Everything a token mask depends on (vocab_size, each id's kind, each token's
-  // bytes), serialized: equal keys mean interchangeable vocabularies. Built on demand.
-  std::string VocabularyKey() const;
-  // A hash of VocabularyKey(), computed once: finds candidates that the key confirms.
+  // bytes), serialized once: equal keys mean interchangeable vocabularies.
+  const std::shared_ptr<const std::string>& vocabulary_key() const { return vocabulary_key_; }
+  // A hash of vocabulary_key(): finds the candidates that the key confirms.
   uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   void BuildTrie();
+  std::string VocabularyKey() const;
 
   enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty };
   VocabType type_;
@@ -74,6 +75,7 @@ class TokenizerInfo {
   std::vector<int32_t> sorted_ids_;
   TokenTrie trie_;
   int32_t max_token_bytes_ = 0;
+  std::shared_ptr<const std::string> vocabulary_key_;
   uint64_t fingerprint_ = 0;
 };
 
