@@ -7,12 +7,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stdexcept>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace xgr2 {
 
+struct InnerMask;  // node_classify.h
 using TokenList = std::vector<int32_t>;
 
 // One byte-bounded store with least-recently-used eviction for every kind of shared
@@ -36,11 +39,13 @@ class NodeMaskPool {
   // grammar lookup that misses is followed by a structural one, or by none that could hit).
   template <class T>
   std::shared_ptr<const T> Find(Kind kind, std::string_view key) {
+    CheckType<T>(kind);
     return std::static_pointer_cast<const T>(FindAny(kind, key));
   }
   // Stores `value` (about `bytes` large) unless the key is present; returns the stored one.
   template <class T>
   std::shared_ptr<const T> Insert(Kind kind, std::string_view key, std::shared_ptr<const T> value, int64_t bytes) {
+    CheckType<T>(kind);
     return std::static_pointer_cast<const T>(InsertAny(kind, key, std::move(value), bytes));
   }
 
@@ -51,11 +56,13 @@ class NodeMaskPool {
   using KeyAt = std::function<std::string(int32_t)>;
   template <class T>
   std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius) {
+    CheckType<T>(kind);
     return std::static_pointer_cast<const T>(FindByReachAny(kind, core, key_at, radius));
   }
   template <class T>
   std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, int32_t radius, const std::string& key,
                                          std::shared_ptr<const T> value, int64_t bytes) {
+    CheckType<T>(kind);
     return std::static_pointer_cast<const T>(InsertByReachAny(kind, core, radius, key, std::move(value), bytes));
   }
 
@@ -74,6 +81,15 @@ class NodeMaskPool {
   Stats GetStats() const;
 
  private:
+  // Values are stored untyped; a kind read as another type would be undefined.
+  template <class T>
+  static void CheckType(Kind kind) {
+    bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
+    bool list = kind == Kind::kContext || kind == Kind::kSameList;
+    if (std::is_same_v<T, InnerMask> ? !inner : std::is_same_v<T, TokenList> ? !list : true) {
+      throw std::logic_error("NodeMaskPool: a kind used with the wrong value type");
+    }
+  }
   using Value = std::shared_ptr<const void>;
   struct Entry {
     std::string key;  // Kind, then the caller's key
