@@ -5,6 +5,7 @@ full parser at each state): JIT (`precompute="none"`), all node masks precompute
 a compiled grammar whose node masks were filled by earlier walks (cache hits).
 """
 
+import gc
 import random
 
 import numpy as np
@@ -139,26 +140,77 @@ SHARING_GRAMMARS = [
 
 
 def fresh_copy(tokenizer_info):
-    """The same vocabulary with an empty cross-grammar cache."""
+    """The same vocabulary with its (shared) cross-grammar cache emptied."""
     import pickle
 
-    return pickle.loads(pickle.dumps(tokenizer_info))
+    tok = pickle.loads(pickle.dumps(tokenizer_info))
+    tok.clear_cross_grammar_cache()
+    return tok
+
+
+def test_cross_grammar_cache_is_shared_by_equal_vocabularies():
+    import pickle
+
+    vocab = [b"a", b"b", b"ab", b"</s>"]
+    tok = xgr2.TokenizerInfo(vocab, stop_token_ids=[3])
+    xgr2.compile('root ::= "a"+ "b"', tok).initial_state().advance_text("a").bitmask()
+    entries = tok.cross_grammar_cache_info().entries
+    assert entries > 0
+    assert pickle.loads(pickle.dumps(tok)).cross_grammar_cache_info().entries == entries
+    assert xgr2.TokenizerInfo(list(vocab), stop_token_ids=[3]).cross_grammar_cache_info().entries == entries
+    # Anything a mask depends on tells vocabularies apart.
+    for other in (xgr2.TokenizerInfo(vocab), xgr2.TokenizerInfo(vocab, stop_token_ids=[3], vocab_size=8),
+                  xgr2.TokenizerInfo([b"a", b"b", b"ac", b"</s>"], stop_token_ids=[3])):
+        assert other.cross_grammar_cache_info().entries == 0
+    del tok
+    gc.collect()
+    # The last holder gone, the same vocabulary starts a fresh cache.
+    assert xgr2.TokenizerInfo(vocab, stop_token_ids=[3]).cross_grammar_cache_info().entries == 0
 
 
 @pytest.mark.parametrize("limit", [None, 20_000])
 def test_cross_grammar_cache_hits_keep_masks_exact(limit, byte_fallback_tokenizer_info):
     tok = fresh_copy(byte_fallback_tokenizer_info)
-    if limit is not None:  # a tiny cache that keeps starting over
+    if limit is not None:  # a tiny cache that keeps evicting
         tok.set_cross_grammar_cache_limit(limit)
     assert tok.cross_grammar_cache_info().entries == 0
-    for text in SHARING_GRAMMARS + SHARING_GRAMMARS[::-1]:
-        compare_walks(tok, text, seeds=range(3), steps=20)
-        info = tok.cross_grammar_cache_info()
-        assert info.bytes <= info.limit_bytes
+    try:
+        for text in SHARING_GRAMMARS + SHARING_GRAMMARS[::-1]:
+            compare_walks(tok, text, seeds=range(3), steps=20)
+            info = tok.cross_grammar_cache_info()
+            assert info.bytes <= info.limit_bytes
+    finally:  # the cache is shared with the session's tokenizer
+        tok.set_cross_grammar_cache_limit(256 << 20)
     info = tok.cross_grammar_cache_info()
     assert info.hits > 0 and info.misses > 0
     if limit is None:
         assert info.entries > 0
+    else:
+        assert info.evictions > 0
+
+
+def test_cross_grammar_cache_evicts_least_recently_used_first():
+    # A grammar recompiled between others keeps its entries (each recompile uses them
+    # all) while the others' are evicted: a cache that starts over when full would
+    # make it miss again.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b"ab", b"12", b'":', b"true"]
+    tok = xgr2.TokenizerInfo(vocab)
+    hot = 'root ::= "{" [a-z]+ ":" [0-9]+ "}"'
+
+    def use(text, prefix):
+        compiled = xgr2.Compiler(tok, cache_limit_bytes=0).compile(text)
+        compiled.initial_state().advance_text(prefix).bitmask()
+
+    use(hot, "{ab:1")
+    tok.set_cross_grammar_cache_limit(6 * tok.cross_grammar_cache_info().bytes)
+    for i in range(40):
+        use(f'root ::= "<{i}" [A-Z]+ "=" [a-f]{{{i % 5 + 1}}} ">"', f"<{i}AB=")
+        before = tok.cross_grammar_cache_info()
+        use(hot, "{ab:1")
+        after = tok.cross_grammar_cache_info()
+        assert after.misses == before.misses and after.hits > before.hits, i
+        assert after.bytes <= after.limit_bytes
+    assert tok.cross_grammar_cache_info().evictions > 0
 
 
 def test_cross_grammar_cache_is_shared_and_clearable(llama3_tokenizer_info):

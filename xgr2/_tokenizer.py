@@ -42,6 +42,7 @@ class CrossGrammarCacheInfo(NamedTuple):
     entries: int
     bytes: int
     limit_bytes: int
+    evictions: int  # entries dropped, least recently used first, to stay under limit_bytes
 
 
 class TokenizerInfo(Frozen):
@@ -65,8 +66,9 @@ class TokenizerInfo(Frozen):
     (64, 3, [2])
     """
 
-    __slots__ = ("_core", "_decoded", "_args")
+    __slots__ = ("_core", "_pool", "_decoded", "_args")
     _core: _core.TokenizerInfoCore
+    _pool: _core.MaskPool
     _decoded: list[list[bytes]]
     _args: tuple[list[bytes], int, list[int], list[int], str]
 
@@ -96,8 +98,10 @@ class TokenizerInfo(Frozen):
             raise TokenizerError("vocabulary too large")
         stops, specials = _ids(stop_token_ids, "stop_token_ids"), _ids(special_token_ids, "special_token_ids")
         core = _core.TokenizerInfoCore(encoded, _VOCAB_TYPES[vocab_type], vocab_size, stops, specials)
+        # _pool: held for this object's life, the cache outlives the grammars compiled for it.
         # _decoded: a one-slot list, filled on first use of decoded_vocab.
-        init_slots(self, _core=core, _decoded=[], _args=(encoded, vocab_size, stops, specials, vocab_type))
+        init_slots(self, _core=core, _pool=_core.mask_pool_for(core), _decoded=[],
+                   _args=(encoded, vocab_size, stops, specials, vocab_type))
 
     @property
     def vocab_size(self) -> int:
@@ -142,24 +146,29 @@ class TokenizerInfo(Frozen):
         a structure there (a JSON string, a number, a schema property's value, whatever
         follows it) share the work of classifying the vocabulary; the tokens left to the
         parser in a caller context are shared the same way when the structure around the
-        context matches too. ``entries`` counts both kinds. The cache belongs to this
-        ``TokenizerInfo`` object and lives as long as it does.
+        context matches too. ``entries`` counts both kinds (and the small index entries
+        that find them). When an insertion would exceed ``limit_bytes``, the least
+        recently used entries are evicted (``evictions`` counts them). The cache belongs to the
+        vocabulary: every ``TokenizerInfo`` with the same tokens, special and stop ids and
+        ``vocab_size`` (a copy, a pickle round
+        trip, the same tokenizer loaded again) shares it, and it lives while one of them
+        or a grammar compiled for one does.
 
         >>> tok = TokenizerInfo([b"a", b"b"])
         >>> tok.cross_grammar_cache_info().entries
         0
         """
-        return CrossGrammarCacheInfo(*self._core.mask_pool_stats())
+        return CrossGrammarCacheInfo(*self._pool.stats())
 
     def clear_cross_grammar_cache(self) -> None:
         """Forgets the shared node masks (compiled grammars keep those they use)."""
-        self._core.clear_mask_pool()
+        self._pool.clear()
 
     def set_cross_grammar_cache_limit(self, limit_bytes: int) -> None:
-        """Bounds the shared node masks' memory (default 256 MiB); over it the cache starts over."""
+        """Bounds the shared node masks' memory (default 256 MiB); over it the least recently used entries go."""
         if isinstance(limit_bytes, bool) or not isinstance(limit_bytes, int) or limit_bytes < 0:
             raise ValueError(f"limit_bytes must be a non-negative int, got {limit_bytes!r}")
-        self._core.set_mask_pool_limit(limit_bytes)
+        self._pool.set_limit(limit_bytes)
 
     def __reduce__(self) -> tuple[Callable[..., TokenizerInfo], tuple[Any, ...]]:
         return (_restore_tokenizer_info, self._args)

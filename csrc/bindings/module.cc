@@ -8,19 +8,17 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "engine/batch.h"
+#include "engine/grammar_sources.h"
+#include "engine/mask_pool_registry.h"
 #include "engine/node_mask_pool.h"
 #include "frontends/json_formats.h"
-#include "frontends/json_schema.h"
-#include "frontends/number_range.h"
-#include "frontends/regex.h"
-#include "frontends/structural_tag.h"
-#include "grammar/repetition.h"
-#include "grammar/fsm.h"
+#include "support/thread_pool.h"
+#include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
 #include "xgr2/matcher.h"
 #include "xgr2/tokenizer.h"
-#include "support/thread_pool.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -147,16 +145,6 @@ uint32_t* BitmaskRow(nb::handle out, int64_t row, int32_t vocab_size) {
   return RowOf(CheckBitmask(out, vocab_size), row);
 }
 
-// Length of the longest prefix of `b` that ends on a UTF-8 character boundary.
-size_t CompleteUtf8Prefix(const std::string& b) {
-  size_t n = b.size(), i = n;
-  while (i > 0 && n - i < 4 && (static_cast<uint8_t>(b[i - 1]) & 0xC0) == 0x80) --i;
-  if (i == 0) return n;
-  uint8_t lead = static_cast<uint8_t>(b[i - 1]);
-  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
-  return (n - (i - 1)) < need ? i - 1 : n;
-}
-
 // Token ids arrive as Python ints of any size; anything outside [0, vocab) is invalid.
 int32_t CheckedToken(const MatcherState& s, nb::handle obj) {
   if (!PyLong_Check(obj.ptr())) {
@@ -204,8 +192,7 @@ void BatchFillBitmask(const std::vector<MatcherState>& states, nb::handle out, c
     targets.push_back(RowOf(view, rows[i]));
   }
   nb::gil_scoped_release release;
-  ParallelFor(static_cast<int64_t>(states.size()), num_threads,
-              [&](int64_t i) { states[i].FillBitmask(targets[i]); });
+  FillBitmasks(states, targets, num_threads);
 }
 
 // Advances many states by one token each; rejected rows give None.
@@ -215,25 +202,9 @@ std::vector<std::optional<MatcherState>> BatchAdvance(const std::vector<MatcherS
     throw nb::value_error(("got " + std::to_string(states.size()) + " states but " +
                            std::to_string(tokens.size()) + " tokens").c_str());
   }
-  std::vector<int32_t> ids(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= states[i].VocabSize()) {
-      throw InvalidTokenError("row " + std::to_string(i) + ": token id " + std::to_string(tokens[i]) +
-                              " is outside the vocabulary [0, " + std::to_string(states[i].VocabSize()) + ")");
-    }
-    ids[i] = static_cast<int32_t>(tokens[i]);
-  }
-  std::vector<std::optional<MatcherState>> out(states.size());
   nb::gil_scoped_release release;
-  ParallelFor(static_cast<int64_t>(states.size()), num_threads,
-              [&](int64_t i) { out[i] = states[i].TryAdvance(ids[i]); });
-  return out;
+  return AdvanceAll(states, tokens, num_threads);
 }
-
-struct GrammarHandle {
-  GrammarPtr ir;
-  std::shared_ptr<const GrammarFsm> fsm;  // built at parse time: validates the grammar
-};
 
 }  // namespace
 
@@ -251,15 +222,13 @@ NB_MODULE(_core, m) {
     return std::string(text);
   });
 
-  nb::class_<GrammarHandle>(m, "GrammarIR")
+  nb::class_<ParsedGrammar>(m, "GrammarIR")
       .def_static(
           "from_ebnf",
           [](nb::handle text_obj, nb::handle root_obj) {
             std::string text = Utf8(text_obj, "grammar text"), root = Utf8(root_obj, "root");
             nb::gil_scoped_release release;
-            GrammarPtr ir = ParseEbnf(text, root);
-            auto fsm = BuildFsm(*ir);
-            return GrammarHandle{ir, fsm};
+            return GrammarFromEbnf(text, root);
           },
           "text"_a, "root"_a)
       .def_static(
@@ -267,28 +236,15 @@ NB_MODULE(_core, m) {
           [](nb::handle pattern_obj, bool search) {
             std::string pattern = Utf8(pattern_obj, "pattern");
             nb::gil_scoped_release release;
-            auto g = std::make_shared<GrammarIR>();
-            IrBuilder b(g.get());
-            g->root = b.NewRule("root");
-            b.SetBody(g->root, AppendRegex(&b, pattern, search));
-            CompressRepetitions(g.get());
-            auto fsm = BuildFsm(*g);
-            return GrammarHandle{g, fsm};
+            return GrammarFromRegex(pattern, search);
           },
           "pattern"_a, "search"_a = false)
       .def_static(
           "_numeric_range",  // tests only: the number front end alone
           [](bool integer, const std::string& minimum, const std::string& maximum, bool exclusive_minimum,
-             bool exclusive_maximum, const std::string& multiple_of) -> std::optional<GrammarHandle> {
+             bool exclusive_maximum, const std::string& multiple_of) -> std::optional<ParsedGrammar> {
             NumericConstraints c{minimum, maximum, multiple_of, exclusive_minimum, exclusive_maximum};
-            auto g = std::make_shared<GrammarIR>();
-            IrBuilder b(g.get());
-            g->root = b.NewRule("root");
-            int32_t body = integer ? AppendIntegerRange(&b, c) : AppendNumberRange(&b, c);
-            if (body < 0) return std::nullopt;
-            b.SetBody(g->root, body);
-            auto fsm = BuildFsm(*g);
-            return GrammarHandle{g, fsm};
+            return GrammarFromNumericRange(integer, c);
           },
           "integer"_a, "minimum"_a, "maximum"_a, "exclusive_minimum"_a, "exclusive_maximum"_a, "multiple_of"_a)
       .def_static(
@@ -307,15 +263,7 @@ NB_MODULE(_core, m) {
             opt.strict = strict;
             opt.unsupported = static_cast<UnsupportedPolicy>(unsupported);
             nb::gil_scoped_release release;
-            JsonSchemaGrammar result = JsonSchemaToGrammar(schema, opt);
-            std::shared_ptr<const GrammarFsm> fsm;
-            try {
-              fsm = BuildFsm(*result.grammar);
-            } catch (const EmptyLanguageError&) {
-              throw SchemaError("no JSON value is valid under this schema (e.g. a required property that "
-                                "nothing satisfies)", "");
-            }
-            return std::make_pair(GrammarHandle{result.grammar, fsm}, result.warnings);
+            return GrammarFromJsonSchema(schema, opt);
           },
           "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)
       .def_static(
@@ -323,24 +271,27 @@ NB_MODULE(_core, m) {
           [](nb::handle spec_obj) {
             std::string spec = Utf8(spec_obj, "structural tag");
             nb::gil_scoped_release release;
-            GrammarPtr ir = StructuralTagToGrammar(spec);
-            std::shared_ptr<const GrammarFsm> fsm;
-            try {
-              fsm = BuildFsm(*ir);
-            } catch (const EmptyLanguageError&) {
-              throw StructuralTagError("no output satisfies this structural tag", "");
-            }
-            return GrammarHandle{ir, fsm};
+            return GrammarFromStructuralTag(spec);
           },
           "spec"_a)
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
-      .def("to_ebnf", [](const GrammarHandle& h) { return PrintGrammar(*h.ir); })
-      .def_prop_ro("root_name", [](const GrammarHandle& h) { return h.ir->rules[h.ir->root].name; })
-      .def_prop_ro("rule_names", [](const GrammarHandle& h) {
+      .def("to_ebnf", [](const ParsedGrammar& h) { return PrintGrammar(*h.ir); })
+      .def_prop_ro("root_name", [](const ParsedGrammar& h) { return h.ir->rules[h.ir->root].name; })
+      .def_prop_ro("rule_names", [](const ParsedGrammar& h) {
         std::vector<std::string> names;
         for (const Rule& r : h.ir->rules) names.push_back(r.name);
         return names;
       });
+
+  nb::class_<NodeMaskPool>(m, "MaskPool")
+      .def("stats",
+           [](const NodeMaskPool& p) {
+             NodeMaskPool::Stats s = p.GetStats();
+             return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
+           })
+      .def("clear", &NodeMaskPool::Clear)
+      .def("set_limit", &NodeMaskPool::SetLimitBytes);
+  m.def("mask_pool_for", &MaskPoolFor, nb::call_guard<nb::gil_scoped_release>());
 
   nb::class_<TokenizerInfo>(m, "TokenizerInfoCore")
       .def(
@@ -361,12 +312,6 @@ NB_MODULE(_core, m) {
       .def_prop_ro("vocab_type", [](const TokenizerInfo& t) { return static_cast<int>(t.vocab_type()); })
       .def_prop_ro("stop_ids", &TokenizerInfo::stop_ids)
       .def_prop_ro("special_ids", &TokenizerInfo::special_ids)
-      .def("mask_pool_stats", [](const TokenizerInfo& t) {
-        NodeMaskPool::Stats s = t.mask_pool().GetStats();
-        return std::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes);
-      })
-      .def("clear_mask_pool", [](const TokenizerInfo& t) { t.mask_pool().Clear(); })
-      .def("set_mask_pool_limit", [](const TokenizerInfo& t, int64_t limit) { t.mask_pool().SetLimitBytes(limit); })
       .def("decoded_vocab", [](const TokenizerInfo& t) {
         std::vector<nb::bytes> out;
         out.reserve(static_cast<size_t>(t.tokenizer_size()));
@@ -380,7 +325,7 @@ NB_MODULE(_core, m) {
   nb::class_<CompiledGrammar>(m, "CompiledGrammarCore")
       .def(
           "__init__",
-          [](CompiledGrammar* self, const GrammarHandle& g, std::shared_ptr<TokenizerInfo> tok, bool mask_cache,
+          [](CompiledGrammar* self, const ParsedGrammar& g, std::shared_ptr<TokenizerInfo> tok, bool mask_cache,
              bool precompute_all, int64_t precompute_costliest) {
             nb::gil_scoped_release release;
             new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok),

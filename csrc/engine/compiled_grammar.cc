@@ -1,12 +1,11 @@
 #include "engine/compiled_grammar_impl.h"
+#include "engine/grammar_sources.h"
+#include "engine/mask_pool_registry.h"
+#include "engine/shared_by_reach.h"
 #include "support/thread_pool.h"
 #include "xgr2/matcher.h"
 
 namespace xgr2 {
-
-std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar) {
-  return std::make_shared<const GrammarFsm>(BuildGrammarFsm(grammar));
-}
 
 CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                                  CompileOptions options) {
@@ -18,7 +17,7 @@ CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const Gramm
   EarleyParser(impl->fsm(), ThreadScratch()).Initial(initial.get());
   impl->initial = std::move(initial);
   if (options.mask_cache) {
-    impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm(), *impl->tokenizer);
+    impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm(), *impl->tokenizer, MaskPoolFor(*impl->tokenizer));
     if (options.precompute_all) {
       impl->mask_cache->PrecomputeAll();
     } else if (options.precompute_costliest > 0) {

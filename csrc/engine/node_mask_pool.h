@@ -3,107 +3,116 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <stdexcept>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace xgr2 {
 
-// The tokens a node accepts whatever its rule's callers are, stored adaptively.
-struct AcceptedSet {
-  std::vector<int32_t> ids;     // token ids (any order), when few are accepted
-  std::vector<uint32_t> words;  // a bitset over token ids, when many are
-  int64_t count = 0;
+struct InnerMask;  // node_classify.h
+using TokenList = std::vector<int32_t>;
 
-  // Keeps whichever of the two forms is smaller; `ids` must be distinct.
-  static AcceptedSet FromIds(std::vector<int32_t> ids, int32_t vocab_size);
-  void OrInto(uint32_t* out) const;
-  size_t MemoryBytes() const { return 4 * (ids.capacity() + words.capacity()); }
-};
-
-// The context-free part of a node's classification.
-struct InnerMask {
-  AcceptedSet accepted;
-  int32_t radius = 0;  // how far (ByteDistances) its classification walk reached
-  // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
-  // rule could have ended on the way: the tokens there may go on in the callers'
-  // context, so each grammar decides them against its own (see TokenMaskCache).
-  std::vector<int32_t> crossing;
-
-  size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
-};
-
+// One byte-bounded store with least-recently-used eviction for every kind of shared
+// result. Entries are immutable and handed out as shared_ptr, so evicting one never
+// invalidates a grammar that uses it. Thread-safe.
 class NodeMaskPool {
-  using Radii = std::unordered_map<std::string, std::vector<int32_t>>;  // by core key
-
  public:
-  // Default byte budget; when an insertion would exceed it the pool starts over.
   static constexpr int64_t kDefaultLimitBytes = int64_t{256} << 20;
 
-  // Both kinds of entries are keyed by BallKey at the radius that their walk reached.
-  // A lookup tries every radius stored with the node's `core` key (a small ball that
+  // What an entry holds; part of its key, and it fixes the value's type.
+  enum class Kind : char {
+    kInner = 'i',      // InnerMask by structure (BallKey at its radius)
+    kContext = 'c',    // TokenList: a node's uncertain tokens in a context, by structure
+    kRadii = 'r',      // TokenList: radii stored under a structural index key (`core`)
+    kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
+    kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
+    kGrammarId = 'g',  // int64_t: GrammarId by automata fingerprint
+  };
+
+  // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
+  // grammar lookup that misses is followed by a structural one, or by none that could hit).
+  template <class T>
+  std::shared_ptr<const T> Find(Kind kind, std::string_view key) {
+    CheckType<T>(kind);
+    return std::static_pointer_cast<const T>(FindAny(kind, key));
+  }
+  // Stores `value` (about `bytes` large) unless the key is present; returns the stored one.
+  template <class T>
+  std::shared_ptr<const T> Insert(Kind kind, std::string_view key, std::shared_ptr<const T> value, int64_t bytes) {
+    CheckType<T>(kind);
+    return std::static_pointer_cast<const T>(InsertAny(kind, key, std::move(value), bytes));
+  }
+
+  // Structural entries are keyed by BallKey at the radius that their walk reached. A
+  // lookup tries every radius stored with the node's `core` key (a small ball that
   // indexes them); key_at(r) gives its key at radius r. A hit sets *radius to the
   // radius that matched.
   using KeyAt = std::function<std::string(int32_t)>;
-  std::shared_ptr<const InnerMask> Find(const std::string& core, const KeyAt& key_at, int32_t* radius);
-  // Stores `mask` under `key` (of radius `radius`) unless present; returns the stored one.
-  std::shared_ptr<const InnerMask> Insert(const std::string& core, int32_t radius, const std::string& key,
-                                          std::shared_ptr<const InnerMask> mask);
+  template <class T>
+  std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius) {
+    CheckType<T>(kind);
+    return std::static_pointer_cast<const T>(FindByReachAny(kind, core, key_at, radius));
+  }
+  template <class T>
+  std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, int32_t radius, const std::string& key,
+                                         std::shared_ptr<const T> value, int64_t bytes) {
+    CheckType<T>(kind);
+    return std::static_pointer_cast<const T>(InsertByReachAny(kind, core, radius, key, std::move(value), bytes));
+  }
 
-  // Uncertain tokens of a node in one caller context (TokenMaskCache::UncertainIn).
-  using TokenList = std::vector<int32_t>;
-  std::shared_ptr<const TokenList> FindContext(const std::string& core, const KeyAt& key_at, int32_t* radius);
-  std::shared_ptr<const TokenList> InsertContext(const std::string& core, int32_t radius, const std::string& key,
-                                                 std::shared_ptr<const TokenList> tokens);
-
-  // Results for one grammar's automata, whatever text they came from: keyed by the
+  // Results for one grammar's automata, whatever text they came from, are keyed by the
   // automata's id (GrammarId of their Fingerprint) plus what they are about. A grammar
   // compiled again reuses every node mask, context list and uncertain-token walk.
+  // Ids are never reused, also after an eviction or Clear.
   int64_t GrammarId(const std::string& fingerprint);
-  std::shared_ptr<const InnerMask> FindSame(const std::string& key);
-  std::shared_ptr<const InnerMask> InsertSame(const std::string& key, std::shared_ptr<const InnerMask> mask);
-  std::shared_ptr<const TokenList> FindSameList(const std::string& key);
-  std::shared_ptr<const TokenList> InsertSameList(const std::string& key, std::shared_ptr<const TokenList> list);
 
-  void Clear();
+  void Clear();  // forgets every entry and zeroes the counters
   void SetLimitBytes(int64_t limit);
 
   struct Stats {
-    int64_t hits = 0, misses = 0, entries = 0, bytes = 0, limit_bytes = 0;
+    int64_t hits = 0, misses = 0, entries = 0, bytes = 0, limit_bytes = 0, evictions = 0;
   };
   Stats GetStats() const;
 
  private:
+  // Values are stored untyped; a kind read as another type would be undefined.
+  template <class T>
+  static void CheckType(Kind kind) {
+    bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
+    bool list = kind == Kind::kContext || kind == Kind::kSameList;
+    if (std::is_same_v<T, InnerMask> ? !inner : std::is_same_v<T, TokenList> ? !list : true) {
+      throw std::logic_error("NodeMaskPool: a kind used with the wrong value type");
+    }
+  }
+  using Value = std::shared_ptr<const void>;
+  struct Entry {
+    std::string key;  // Kind, then the caller's key
+    Value value;
+    int64_t bytes;
+  };
+  Value FindAny(Kind kind, std::string_view key);
+  Value InsertAny(Kind kind, std::string_view key, Value value, int64_t bytes);
+  Value FindByReachAny(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius);
+  Value InsertByReachAny(Kind kind, const std::string& core, int32_t radius, const std::string& key, Value value,
+                         int64_t bytes);
+  // Callers hold mu_.
+  Value FindLocked(const std::string& full_key);
+  void InsertLocked(std::string full_key, Value value, int64_t bytes);
+  void EvictTo(int64_t limit);
+
   mutable std::mutex mu_;
-  // Makes room for `size` bytes (starting over when full); false if it cannot fit.
-  bool Reserve(int64_t size);
-  // Lookup and insertion shared by the two kinds of entries (callers hold no lock).
-  template <class Map>
-  typename Map::mapped_type FindIn(Map& map, Radii& radii, const std::string& core, const KeyAt& key_at,
-                                   int32_t* radius);
-  template <class Map>
-  typename Map::mapped_type InsertIn(Map& map, Radii& radii, const std::string& core, int32_t radius,
-                                     const std::string& key, typename Map::mapped_type value, int64_t size);
-
-  template <class Map>
-  typename Map::mapped_type FindSameIn(Map& map, const std::string& key);
-  template <class Map>
-  typename Map::mapped_type InsertSameIn(Map& map, const std::string& key, typename Map::mapped_type value,
-                                         int64_t size);
-  void StartOver();
-
-  std::unordered_map<std::string, std::shared_ptr<const InnerMask>> entries_;
-  std::unordered_map<std::string, std::shared_ptr<const TokenList>> contexts_;
-  Radii radii_, context_radii_;
-  std::unordered_map<std::string, int64_t> grammar_ids_;  // by fingerprint
-  int64_t next_grammar_id_ = 0;  // never reused, also after starting over
-  std::unordered_map<std::string, std::shared_ptr<const InnerMask>> same_masks_;
-  std::unordered_map<std::string, std::shared_ptr<const TokenList>> same_lists_;
+  std::list<Entry> lru_;  // most recently used first
+  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views into lru_'s keys
+  int64_t next_grammar_id_ = 0;
   int64_t bytes_ = 0;
   int64_t limit_bytes_ = kDefaultLimitBytes;
-  int64_t hits_ = 0, misses_ = 0;
+  int64_t hits_ = 0, misses_ = 0, evictions_ = 0;
 };
 
 }  // namespace xgr2

@@ -12,6 +12,11 @@
 // part depends only on the structure reachable from n, so it is also shared across
 // grammars through the vocabulary's NodeMaskPool, keyed by the structure the walk
 // reached (BallKey).
+//
+// By job: the classification walks are in node_classify.h, the sharing across
+// grammars in shared_by_reach.h (over node_mask_pool.h, one pool per vocabulary from
+// mask_pool_registry.h), computing masks ahead of use in mask_precompute.cc; this
+// file keeps a grammar's masks and fills bitmasks from them.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "engine/earley.h"
+#include "engine/node_classify.h"
 #include "engine/node_mask_pool.h"
 #include "xgr2/tokenizer.h"
 
@@ -42,36 +48,10 @@ struct NodeMask {
   size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
 };
 
-// Classifies every token by parsing it from `node` alone: accepted if the parse lives
-// through the token inside the node's rule and its callees; else "crossing" if the
-// rule could end on the way (see InnerMask). With `dist` (ByteDistances from `node`),
-// sets *radius to the largest distance of a node the walk had an item at.
-std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         const int32_t* dist = nullptr, int32_t* radius = nullptr);
-
-// The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
-// (where its callers continue), then, as those rules end, wherever any call of them
-// continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
-// With follow = call_targets[rule of node], every context of the grammar (context
-// expansion).
-// With `dist` (ByteDistances from the node and `follow`, with call_targets), sets
-// *radius to the largest distance of a node the walk had an item at.
-std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                     const std::vector<int32_t>& follow,
-                                     const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, const int32_t* dist = nullptr,
-                                     int32_t* radius = nullptr);
-
-// Makes the keys a pool lookup of each node's classification makes (its byte
-// distances up to `reach`, the longest token, the radius-1 index key and the key at
-// `radius`), `repeats` times; returns
-// the number of nodes keyed per repeat. For benchmarks: the cost per key should not
-// grow with the automata.
-int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats);
-
 class TokenMaskCache {
  public:
-  TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok);
+  // `pool`: the vocabulary's cross-grammar cache (MaskPoolFor), shared with other grammars.
+  TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool);
   ~TokenMaskCache();
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
@@ -110,6 +90,7 @@ class TokenMaskCache {
 
   const GrammarFsm& fsm_;
   const TokenizerInfo& tok_;
+  std::shared_ptr<NodeMaskPool> pool_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
   mutable std::once_flag grammar_id_once_;
   mutable int64_t grammar_id_ = -1;

@@ -115,4 +115,13 @@ std::vector<ByteRangeSeq> Utf8RangeSequences(uint32_t lo, uint32_t hi) {
   return out;
 }
 
+size_t CompleteUtf8Prefix(const std::string& b) {
+  size_t n = b.size(), i = n;
+  while (i > 0 && n - i < 4 && (static_cast<uint8_t>(b[i - 1]) & 0xC0) == 0x80) --i;
+  if (i == 0) return n;
+  uint8_t lead = static_cast<uint8_t>(b[i - 1]);
+  size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+  return (n - (i - 1)) < need ? i - 1 : n;
+}
+
 }  // namespace xgr2

@@ -15,6 +15,9 @@ void AppendUtf8(uint32_t cp, std::string* out);
 // Decodes one code point at text[*pos], advancing *pos. Returns -1 on invalid UTF-8.
 int32_t DecodeUtf8(const std::string& text, size_t* pos);
 
+// Length of the longest prefix of `bytes` that does not end inside a character.
+size_t CompleteUtf8Prefix(const std::string& bytes);
+
 // One byte range per position of an encoded sequence: [lo[i], hi[i]] for byte i.
 struct ByteRangeSeq {
   int len = 0;

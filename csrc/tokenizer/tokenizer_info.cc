@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "engine/node_mask_pool.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -113,7 +112,22 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   std::stable_sort(sorted_ids_.begin(), sorted_ids_.end(),
                    [&](int32_t a, int32_t b) { return decoded_[a] < decoded_[b]; });
   BuildTrie();
-  mask_pool_ = std::make_shared<NodeMaskPool>();
+  vocabulary_key_ = std::make_shared<const std::string>(VocabularyKey());
+  fingerprint_ = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : *vocabulary_key_) fingerprint_ = (fingerprint_ ^ c) * 1099511628211ull;
+}
+
+std::string TokenizerInfo::VocabularyKey() const {
+  std::string key;
+  auto put = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(vocab_size_);
+  put(tokenizer_size());
+  key.append(reinterpret_cast<const char*>(kind_.data()), kind_.size());
+  for (const std::string& s : decoded_) {
+    put(static_cast<int32_t>(s.size()));
+    key.append(s);
+  }
+  return key;
 }
 
 void TokenizerInfo::BuildTrie() {

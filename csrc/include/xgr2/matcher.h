@@ -15,9 +15,6 @@ struct CompiledGrammarImpl;
 struct GrammarFsm;
 class EarleySet;
 
-// Builds (and so validates) the automata of a grammar; throws GrammarError.
-std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar);
-
 struct CompileOptions {
   bool mask_cache = true;        // use the adaptive token-mask cache
   bool precompute_all = false;   // compute every node's mask now instead of on first use
@@ -28,6 +25,8 @@ struct CompileOptions {
 // and shareable across threads.
 class CompiledGrammar {
  public:
+  // `fsm`: the grammar's automata, opaque here (engine/grammar_sources.h builds them
+  // with the grammar); null builds them now.
   CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                   CompileOptions options = {});
   int32_t NumCachedNodeMasks() const;
@@ -48,6 +47,7 @@ class CompiledGrammar {
   int64_t MemoryBytes() const;
   const GrammarIR& grammar() const;
   const TokenizerInfo& tokenizer() const;
+  // For the engine's own files (the type is incomplete outside them).
   std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }
 
  private:
@@ -85,7 +85,6 @@ class MatcherState {
   // (a fork's common past) are counted in full by each; the compiled grammar's initial
   // set is counted too. Grows with nesting depth, not with the number of tokens.
   int64_t MemoryBytes() const;
-  const CompiledGrammarImpl& compiled() const { return *grammar_; }
 
  private:
   MatcherState() = default;

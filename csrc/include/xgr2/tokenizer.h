@@ -24,8 +24,6 @@ struct TokenTrie {
   int32_t size() const { return static_cast<int32_t>(byte.size()); }
 };
 
-class NodeMaskPool;
-
 enum class VocabType : uint8_t {
   kRaw,           // tokens are their UTF-8 text
   kByteLevel,     // GPT-2 byte-to-unicode mapping (Llama 3, SmolLM2, Qwen, ...)
@@ -57,11 +55,15 @@ class TokenizerInfo {
   // The byte trie of the sorted tokens, flat in preorder (see TokenTrie).
   const TokenTrie& trie() const { return trie_; }
 
-  // The cross-grammar pool of node masks computed against this vocabulary.
-  NodeMaskPool& mask_pool() const { return *mask_pool_; }
+  // Everything a token mask depends on (vocab_size, each id's kind, each token's
+  // bytes), serialized once: equal keys mean interchangeable vocabularies.
+  const std::shared_ptr<const std::string>& vocabulary_key() const { return vocabulary_key_; }
+  // A hash of vocabulary_key(): finds the candidates that the key confirms.
+  uint64_t fingerprint() const { return fingerprint_; }
 
  private:
   void BuildTrie();
+  std::string VocabularyKey() const;
 
   enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty };
   VocabType type_;
@@ -73,7 +75,8 @@ class TokenizerInfo {
   std::vector<int32_t> sorted_ids_;
   TokenTrie trie_;
   int32_t max_token_bytes_ = 0;
-  std::shared_ptr<NodeMaskPool> mask_pool_;
+  std::shared_ptr<const std::string> vocabulary_key_;
+  uint64_t fingerprint_ = 0;
 };
 
 using TokenizerPtr = std::shared_ptr<const TokenizerInfo>;

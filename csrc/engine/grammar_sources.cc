@@ -1,0 +1,66 @@
+#include "engine/grammar_sources.h"
+
+#include "frontends/ir_builder.h"
+#include "frontends/regex.h"
+#include "frontends/structural_tag.h"
+#include "grammar/repetition.h"
+#include "xgr2/errors.h"
+
+namespace xgr2 {
+
+std::shared_ptr<const GrammarFsm> BuildFsm(const GrammarIR& grammar) {
+  return std::make_shared<const GrammarFsm>(BuildGrammarFsm(grammar));
+}
+
+ParsedGrammar GrammarFromEbnf(const std::string& text, const std::string& root) {
+  GrammarPtr ir = ParseEbnf(text, root);
+  auto fsm = BuildFsm(*ir);
+  return ParsedGrammar{std::move(ir), std::move(fsm)};
+}
+
+ParsedGrammar GrammarFromRegex(const std::string& pattern, bool search) {
+  auto g = std::make_shared<GrammarIR>();
+  IrBuilder b(g.get());
+  g->root = b.NewRule("root");
+  b.SetBody(g->root, AppendRegex(&b, pattern, search));
+  CompressRepetitions(g.get());
+  auto fsm = BuildFsm(*g);
+  return ParsedGrammar{std::move(g), std::move(fsm)};
+}
+
+std::optional<ParsedGrammar> GrammarFromNumericRange(bool integer, const NumericConstraints& c) {
+  auto g = std::make_shared<GrammarIR>();
+  IrBuilder b(g.get());
+  g->root = b.NewRule("root");
+  int32_t body = integer ? AppendIntegerRange(&b, c) : AppendNumberRange(&b, c);
+  if (body < 0) return std::nullopt;
+  b.SetBody(g->root, body);
+  auto fsm = BuildFsm(*g);
+  return ParsedGrammar{std::move(g), std::move(fsm)};
+}
+
+std::pair<ParsedGrammar, std::vector<std::string>> GrammarFromJsonSchema(const std::string& schema,
+                                                                         const JsonSchemaOptions& options) {
+  JsonSchemaGrammar result = JsonSchemaToGrammar(schema, options);
+  std::shared_ptr<const GrammarFsm> fsm;
+  try {
+    fsm = BuildFsm(*result.grammar);
+  } catch (const EmptyLanguageError&) {
+    throw SchemaError("no JSON value is valid under this schema (e.g. a required property that "
+                      "nothing satisfies)", "");
+  }
+  return {ParsedGrammar{result.grammar, std::move(fsm)}, std::move(result.warnings)};
+}
+
+ParsedGrammar GrammarFromStructuralTag(const std::string& spec) {
+  GrammarPtr ir = StructuralTagToGrammar(spec);
+  std::shared_ptr<const GrammarFsm> fsm;
+  try {
+    fsm = BuildFsm(*ir);
+  } catch (const EmptyLanguageError&) {
+    throw StructuralTagError("no output satisfies this structural tag", "");
+  }
+  return ParsedGrammar{ir, std::move(fsm)};
+}
+
+}  // namespace xgr2

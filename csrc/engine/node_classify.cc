@@ -1,0 +1,123 @@
+#include "engine/node_classify.h"
+
+#include <algorithm>
+#include <string>
+
+#include "engine/token_walk.h"
+
+namespace xgr2 {
+
+AcceptedSet AcceptedSet::FromIds(std::vector<int32_t> ids, int32_t vocab_size) {
+  AcceptedSet set;
+  set.count = static_cast<int64_t>(ids.size());
+  size_t num_words = (static_cast<size_t>(vocab_size) + 31) / 32;
+  if (ids.size() <= num_words) {  // no larger than the bitset; OrInto needs no order
+    ids.shrink_to_fit();
+    set.ids = std::move(ids);
+    return set;
+  }
+  set.words.assign(num_words, 0);
+  for (int32_t id : ids) set.words[id >> 5] |= uint32_t{1} << (id & 31);
+  return set;
+}
+
+void AcceptedSet::OrInto(uint32_t* out) const {
+  if (!words.empty()) {
+    for (size_t w = 0; w < words.size(); ++w) out[w] |= words[w];
+  } else {
+    for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
+  }
+}
+
+// Scratch sets for the classification walks, one per depth, reused on a thread.
+std::vector<EarleySet*>& ClassifySets(size_t count) {
+  thread_local std::vector<std::unique_ptr<EarleySet>> owned;
+  thread_local std::vector<EarleySet*> sets;
+  while (owned.size() < count) {
+    owned.push_back(std::make_unique<EarleySet>());
+    sets.push_back(owned.back().get());
+  }
+  return sets;
+}
+
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                         const int32_t* dist, int32_t* radius) {
+  EarleySet parent;
+  EarleyParser parser(fsm, ThreadScratch());
+  bool ended = false;
+  parser.Watch(&parent, &ended);
+  int32_t reached = 0;
+  if (dist) parser.TrackDistance(dist, &reached);
+  size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+  EarleySet* const* sets = ClassifySets(max_depth).data();
+  std::vector<const EarleySet*> path(max_depth);
+  std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
+  parser.Seed(node, &parent, sets[0]);
+  path[0] = sets[0];
+  ended_by[0] = ended;
+
+  const TokenTrie& t = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  auto mask = std::make_shared<InnerMask>();
+  std::vector<int32_t> accepted;
+  WalkTrie(
+      t, 0, t.size(),
+      [&](size_t d, uint8_t byte) {
+        EarleySet* next = sets[d + 1];
+        ended = false;
+        if (!parser.Advance(*path[d], byte, next)) return false;
+        path[d + 1] = next;
+        ended_by[d + 1] = ended_by[d] || ended;
+        return true;
+      },
+      [&](int32_t i) {
+        for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(sorted[t.first_pos[i] + k]);
+      },
+      [&](int32_t i) {
+        if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(i);
+      });
+  mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
+  mask->crossing.shrink_to_fit();
+  mask->radius = dist ? reached : INT32_MAX;
+  if (radius) *radius = reached;
+  return mask;
+}
+
+std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<int32_t>& follow,
+                                     const std::vector<std::vector<int32_t>>& call_targets,
+                                     const InnerMask& inner, const int32_t* dist, int32_t* radius) {
+  std::vector<int32_t> uncertain;
+  int32_t reached = 0;
+  if (radius) *radius = 0;
+  if (inner.crossing.empty()) return uncertain;
+  ContextWalk walk(fsm, tok, node, follow, call_targets, dist, &reached);
+  const TokenTrie& t = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  // Each crossing subtree is walked below its path from the root, which the inner parse
+  // survived; consecutive subtrees share the part of that path they have in common.
+  const std::string* path = nullptr;  // spells the walk's current path
+  size_t valid = 0;                   // depths whose states match `path`
+  for (int32_t root : inner.crossing) {
+    size_t depth = t.depth[root];
+    const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
+    size_t d = path ? std::min(SharedDepth(path, s, valid), depth - 1) : 0;
+    bool alive = true;
+    for (; d + 1 < depth && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));
+    path = &s;
+    valid = alive ? depth - 1 : 0;
+    if (!alive) continue;  // not reached: the inner parse lives on every proper prefix
+    // The inner parse died at `root`, so whatever lives below lives after the rule.
+    WalkTrie(
+        t, root, t.next[root], [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+        [&](int32_t i) {
+          for (int32_t k = 0; k < t.num_tokens[i]; ++k) uncertain.push_back(t.first_pos[i] + k);
+        },
+        [](int32_t) {});
+  }
+  uncertain.shrink_to_fit();
+  if (radius) *radius = reached;
+  return uncertain;
+}
+
+}  // namespace xgr2

@@ -1,0 +1,132 @@
+// Classifying the vocabulary from one automaton node (XGrammar §3.1-3.2): which
+// tokens its rule accepts whatever the callers, and which may go on past the rule.
+// Pure functions of the automata and the vocabulary; the caches live elsewhere
+// (token_mask_cache.h: per grammar; shared_by_reach.h: across grammars).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/earley.h"
+#include "grammar/fsm.h"
+#include "xgr2/tokenizer.h"
+
+namespace xgr2 {
+
+// The tokens a node accepts whatever its rule's callers are, stored adaptively.
+struct AcceptedSet {
+  std::vector<int32_t> ids;     // token ids (any order), when few are accepted
+  std::vector<uint32_t> words;  // a bitset over token ids, when many are
+  int64_t count = 0;
+
+  // Keeps whichever of the two forms is smaller; `ids` must be distinct.
+  static AcceptedSet FromIds(std::vector<int32_t> ids, int32_t vocab_size);
+  void OrInto(uint32_t* out) const;
+  size_t MemoryBytes() const { return 4 * (ids.capacity() + words.capacity()); }
+};
+
+// The context-free part of a node's classification.
+struct InnerMask {
+  AcceptedSet accepted;
+  int32_t radius = 0;  // how far (ByteDistances) its classification walk reached
+  // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
+  // rule could have ended on the way: the tokens there may go on in the callers'
+  // context, so each grammar decides them against its own (see TokenMaskCache).
+  std::vector<int32_t> crossing;
+
+  size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
+};
+
+// Classifies every token by parsing it from `node` alone: accepted if the parse lives
+// through the token inside the node's rule and its callees; else "crossing" if the
+// rule could end on the way (see InnerMask). With `dist` (ByteDistances from `node`),
+// sets *radius to the largest distance of a node the walk had an item at.
+std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                         const int32_t* dist = nullptr, int32_t* radius = nullptr);
+
+// The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
+// (where its callers continue), then, as those rules end, wherever any call of them
+// continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
+// With follow = call_targets[rule of node], every context of the grammar (context
+// expansion).
+// With `dist` (ByteDistances from the node and `follow`, with call_targets), sets
+// *radius to the largest distance of a node the walk had an item at.
+std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                                     const std::vector<int32_t>& follow,
+                                     const std::vector<std::vector<int32_t>>& call_targets,
+                                     const InnerMask& inner, const int32_t* dist = nullptr,
+                                     int32_t* radius = nullptr);
+
+// Scratch sets for the classification walks, one per depth, reused on a thread.
+std::vector<EarleySet*>& ClassifySets(size_t count);
+
+// Two parses side by side over the bytes of a trie path, one state per depth:
+//  inner: the item (node, parent) where `parent` stands for the rule's unknown callers;
+//  outer: what may follow wherever the rule ended on the way, in any context
+//         (items with origin `generic`, see EarleyParser::SetGeneric).
+class ContextWalk {
+ public:
+  // `follow`: where the parse goes on when the node's rule ends (then, when those rules
+  // end, at every call site: call_targets).
+  // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
+  ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
+              const std::vector<std::vector<int32_t>>& call_targets, const int32_t* dist = nullptr,
+              int32_t* reached = nullptr)
+      : parser_(fsm, ThreadScratch()), calls_(follow) {
+    if (dist) parser_.TrackDistance(dist, reached);
+    size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+    auto& sets = ClassifySets(3 * max_depth);
+    inner_sets_ = &sets[0];
+    outer_sets_ = &sets[max_depth];
+    merged_sets_ = &sets[2 * max_depth];
+    inner_.assign(max_depth, nullptr);
+    outer_.assign(max_depth, nullptr);
+    parser_.Watch(&parent_, &ended_);
+    parser_.SetGeneric(&generic_, &call_targets);
+    ended_ = false;
+    parser_.Seed(node, &parent_, inner_sets_[0]);
+    inner_[0] = inner_sets_[0];
+    outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
+  }
+
+  // Extends the path at depth d by `byte`; false when both parses die.
+  bool Step(size_t d, uint8_t byte) {
+    const EarleySet* in = nullptr;
+    const EarleySet* out = nullptr;
+    ended_ = false;
+    if (inner_[d]) {
+      EarleySet* next = inner_sets_[d + 1];
+      if (parser_.Advance(*inner_[d], byte, next)) in = next;
+    }
+    bool ended_here = ended_;
+    if (outer_[d]) {
+      EarleySet* next = outer_sets_[d + 1];
+      if (parser_.Advance(*outer_[d], byte, next)) out = next;
+    }
+    if (ended_here) out = JoinContext(out, d + 1);
+    if (!in && !out) return false;
+    inner_[d + 1] = in;
+    outer_[d + 1] = out;
+    return true;
+  }
+
+ private:
+  // The outer parse at depth d joined by a fresh context, where the rule just ended.
+  const EarleySet* JoinContext(const EarleySet* base, size_t d) {
+    if (calls_.empty()) return base;  // the root: nothing can follow it
+    EarleySet* out = merged_sets_[d];
+    parser_.Extend(base, calls_, &generic_, out);
+    return out;
+  }
+
+  EarleyParser parser_;
+  const std::vector<int32_t>& calls_;
+  EarleySet parent_, generic_;
+  bool ended_ = false;
+  EarleySet* const* inner_sets_ = nullptr;
+  EarleySet* const* outer_sets_ = nullptr;
+  EarleySet* const* merged_sets_ = nullptr;
+  std::vector<const EarleySet*> inner_, outer_;
+};
+
+}  // namespace xgr2
