@@ -141,7 +141,9 @@ def test_cross_grammar_cache_on_and_off_give_identical_masks():
     vocab = raw_vocabulary(rng, size=200) + [SPECIAL, STOP]
     n = len(vocab)
     shared = xgr2.TokenizerInfo(vocab, vocab_size=n + 7, stop_token_ids=[n - 1], special_token_ids=[n - 2])
-    alone = xgr2.TokenizerInfo(vocab, vocab_size=n + 7, stop_token_ids=[n - 1], special_token_ids=[n - 2])
+    # Equal vocabularies share one cache (per vocabulary, not per object): one more padding
+    # id (same bitmask width, padding bits are 0) gives `alone` its own.
+    alone = xgr2.TokenizerInfo(vocab, vocab_size=n + 8, stop_token_ids=[n - 1], special_token_ids=[n - 2])
     alone.set_cross_grammar_cache_limit(0)
     stop = set(shared.stop_token_ids)
     compiled_count = states = 0

@@ -7,6 +7,7 @@ import os
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from . import _core
+from ._core import MaskPool as _MaskPool
 from ._errors import TokenizerError
 from ._frozen import Frozen, init_slots
 
@@ -68,7 +69,7 @@ class TokenizerInfo(Frozen):
 
     __slots__ = ("_core", "_pool", "_decoded", "_args")
     _core: _core.TokenizerInfoCore
-    _pool: _core.MaskPool
+    _pool: _MaskPool
     _decoded: list[list[bytes]]
     _args: tuple[list[bytes], int, list[int], list[int], str]
 

@@ -287,7 +287,7 @@ NB_MODULE(_core, m) {
       .def("stats",
            [](const NodeMaskPool& p) {
              NodeMaskPool::Stats s = p.GetStats();
-             return nb::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
+             return std::make_tuple(s.hits, s.misses, s.entries, s.bytes, s.limit_bytes, s.evictions);
            })
       .def("clear", &NodeMaskPool::Clear)
       .def("set_limit", &NodeMaskPool::SetLimitBytes);

@@ -47,10 +47,10 @@ class CompiledGrammar {
   int64_t MemoryBytes() const;
   const GrammarIR& grammar() const;
   const TokenizerInfo& tokenizer() const;
-  // For the engine's own files (the type is incomplete outside them).
-  std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }
 
  private:
+  friend class MatcherState;  // its states point into the engine's implementation
+  std::shared_ptr<const CompiledGrammarImpl> impl() const { return impl_; }
   std::shared_ptr<const CompiledGrammarImpl> impl_;
 };
 
