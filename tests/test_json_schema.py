@@ -29,6 +29,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xgr2
+from parsing import accepts
 from test_regex import _end_of_string, _python
 
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
@@ -118,11 +119,6 @@ def dump(value, order, *, layout="compact", ensure_ascii=True, rng=None, depth=0
         return "{" + (ws() if layout == "any" else "") + "}"
     parts = [json.dumps(k, ensure_ascii=ensure_ascii) + (key_sep or ws() + ":" + ws()) + sub(value[k]) for k in keys]
     return open_("{") + items_sep().join(parts) + close("}")
-
-
-def accepts(start, text: str) -> bool:
-    state = start.try_advance_bytes(text.encode())
-    return state is not None and state.can_terminate
 
 
 def ecma_pattern(validator, pattern, instance, schema):
@@ -367,7 +363,7 @@ def test_bfcl_instances_and_mutations_agree_with_jsonschema(data):
 # ------------------------------------------------------------------ token masks
 @pytest.mark.parametrize("index", [0, 2, 3])
 def test_token_masks_along_a_document_match_brute_force(index, llama3_tokenizer_info, llama3_hf_tokenizer):
-    from test_mask_oracle import check_state
+    from test_mask_oracle import check_along
 
     schema = json.loads((SCHEMA_DIR / "objects.json").read_text())[index]
     value = {"a": 7, "b": "hé", "c": None, "zz": True} if index != 3 else {"a": -12}
@@ -378,10 +374,7 @@ def test_token_masks_along_a_document_match_brute_force(index, llama3_tokenizer_
     state = compiled_grammar.initial_state()
     rng = random.Random(index)
     ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)
-    for i, t in enumerate(ids):
-        if i % 3 == 0:
-            check_state(state, llama3_tokenizer_info, rng, complete_vocab=False)
-        state = state.advance(t)
+    state = check_along(state, ids, llama3_tokenizer_info, rng, range(0, len(ids), 3), complete_vocab=False)
     assert state.can_terminate
 
 

@@ -78,6 +78,17 @@ def check_state(state, tok, rng, complete_vocab=True):
     return mask
 
 
+def check_along(state, ids, tok, rng, check_at, complete_vocab=True):
+    """Advances ``state`` by ``ids``, running :func:`check_state` before the token at each
+    position in ``check_at`` (``len(ids)``: after the last one); returns the final state."""
+    for k, t in enumerate([*ids, None]):
+        if k in check_at:
+            check_state(state, tok, rng, complete_vocab=complete_vocab)
+        if t is not None:
+            state = state.advance(t)
+    return state
+
+
 def random_walk(compiled, tok, seed, steps):
     """Yields the states of a seeded random walk over allowed tokens.
 

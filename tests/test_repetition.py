@@ -7,13 +7,9 @@ import re
 import pytest
 
 import xgr2
+from parsing import accepts
 
 BYTES = xgr2.TokenizerInfo([bytes([i]) for i in range(256)])
-
-
-def accepts(start, text: str) -> bool:
-    state = start.try_advance_bytes(text.encode())
-    return state is not None and state.can_terminate
 
 
 @pytest.mark.parametrize("lo,hi", [(0, 33), (0, 64), (0, 100), (5, 1000), (1000, 1003), (257, None), (40, 40),
@@ -53,15 +49,13 @@ def test_printed_compressed_grammar_parses_back_to_the_same_text():
 
 
 def test_masks_inside_a_long_repetition_match_brute_force(llama3_tokenizer_info, llama3_hf_tokenizer):
-    from test_mask_oracle import check_state
+    from test_mask_oracle import check_along
 
     g = xgr2.Grammar.from_ebnf('root ::= "[" [a-z ]{100,130} "]"')
     state = xgr2.compile(g, llama3_tokenizer_info).initial_state()
     rng = random.Random(1)
     text = "[" + " ".join("word" for _ in range(24)) + "ab]"  # 100 + 17 characters
     ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)
-    for i, t in enumerate(ids):
-        if i in (0, len(ids) // 2, len(ids) - 3, len(ids) - 1):
-            check_state(state, llama3_tokenizer_info, rng, complete_vocab=False)
-        state = state.advance(t)
+    check_at = (0, len(ids) // 2, len(ids) - 3, len(ids) - 1)
+    state = check_along(state, ids, llama3_tokenizer_info, rng, check_at, complete_vocab=False)
     assert state.can_terminate

@@ -19,7 +19,8 @@ import jsonschema
 import pytest
 
 import xgr2
-from test_mask_oracle import check_state
+from parsing import accepts as accepts_text
+from test_mask_oracle import check_along
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
 
@@ -315,11 +316,6 @@ def mutate(text, rng):
     return text + rng.choice(FREE_PIECES)
 
 
-def whole(start, text):
-    state = start.try_advance_bytes(text.encode())
-    return state is not None and state.can_terminate
-
-
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_documents_match_the_oracle(name):
     spec = SPECS[name]
@@ -332,7 +328,7 @@ def test_documents_match_the_oracle(name):
         if n % 2:
             text = mutate(text, rng)
         expected = accepts(spec, text)
-        assert whole(start, text) == expected, (text, expected)
+        assert accepts_text(start, text) == expected, (text, expected)
         verdicts.append(expected)
     assert any(verdicts) and not all(verdicts), "the sample must test both acceptance and rejection"
 
@@ -340,16 +336,16 @@ def test_documents_match_the_oracle(name):
 def test_documented_behaviour():
     """The examples the reference describes, as str checks."""
     think = xgr2.compile(xgr2.Grammar.from_structural_tag(SPECS["think_then_answer"]), BYTES).initial_state()
-    assert whole(think, '<think>a < b, so </think>{"tz": "UTC"}')
-    assert not whole(think, "<think>a</think>b</think>1")  # the tag's end ends the free text
+    assert accepts_text(think, '<think>a < b, so </think>{"tz": "UTC"}')
+    assert not accepts_text(think, "<think>a</think>b</think>1")  # the tag's end ends the free text
     tools = xgr2.compile(xgr2.Grammar.from_structural_tag(SPECS["triggered_tags"]), BYTES).initial_state()
-    assert whole(tools, 'I will call a tool now. <function=get_weather>{"city": "San Fran"}</function>')
-    assert whole(tools, "no call at all, <function but never completed")
-    assert not whole(tools, "<function=get_date>{}</function>")  # a trigger must go on into a tag
+    assert accepts_text(tools, 'I will call a tool now. <function=get_weather>{"city": "San Fran"}</function>')
+    assert accepts_text(tools, "no call at all, <function but never completed")
+    assert not accepts_text(tools, "<function=get_date>{}</function>")  # a trigger must go on into a tag
     one = xgr2.compile(xgr2.Grammar.from_structural_tag(SPECS["triggered_exactly_one"]), BYTES).initial_state()
-    assert whole(one, '<function=get_time>{"tz": "CET"}</function>')
-    assert not whole(one, 'x<function=get_time>{"tz": "CET"}</function>')  # at_least_one: no leading text
-    assert not whole(one, "")
+    assert accepts_text(one, '<function=get_time>{"tz": "CET"}</function>')
+    assert not accepts_text(one, 'x<function=get_time>{"tz": "CET"}</function>')  # at_least_one: no leading text
+    assert not accepts_text(one, "")
 
 
 def test_wrapper_bare_format_and_json_text_give_the_same_grammar():
@@ -368,7 +364,7 @@ def test_older_structures_and_triggers_form():
     rng = random.Random(1)
     for _ in range(100):
         text = mutate(gen(new, rng), rng) if rng.random() < 0.5 else gen(new, rng)
-        assert whole(start, text) == accepts(new, text), text
+        assert accepts_text(start, text) == accepts(new, text), text
     assert str(xgr2.Grammar.from_structural_tag({k: v for k, v in spec.items() if k != "type"})) == \
         str(xgr2.Grammar.from_structural_tag(spec))
 
@@ -445,12 +441,7 @@ def test_llama3_masks_along_a_tool_calling_document(llama3_tokenizer_info, llama
     ids = llama3_hf_tokenizer.encode(doc, add_special_tokens=False)
     rng = random.Random(0)
     check_at = set(rng.sample(range(len(ids) + 1), 12))
-    state = compiled.initial_state()
-    for k, t in enumerate(ids + [None]):
-        if k in check_at:
-            check_state(state, tok, rng)
-        if t is not None:
-            state = state.advance(t)
+    state = check_along(compiled.initial_state(), ids, tok, rng, check_at)
     assert state.can_terminate
     # Inside a call the mask is the JSON schema's: after `{"city": "Paris", "days": ` only digits 1-7.
     state = compiled.initial_state().advance_text('<think></think><function=get_weather>{"city": "Paris", "days": ')

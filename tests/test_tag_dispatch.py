@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 import xgr2
-from test_mask_oracle import check_state
+from parsing import accepts
+from test_mask_oracle import check_along
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
 
@@ -200,11 +201,6 @@ def compiled(oracle, tok=BYTES):
     return xgr2.compile(xgr2.Grammar.from_ebnf(oracle.ebnf()), tok)
 
 
-def whole(state, text):
-    after = state.try_advance_bytes(text)
-    return after is not None and after.can_terminate
-
-
 @pytest.mark.parametrize("name", sorted(SPECS))
 def test_documents_and_prefixes_match_the_oracle(name):
     oracle = SPECS[name]
@@ -213,7 +209,7 @@ def test_documents_and_prefixes_match_the_oracle(name):
     accepted = rejected = 0
     for text in random_texts(oracle, rng, 600):
         expected = oracle.accepts(text)
-        assert whole(start, text) == expected, (text, expected)
+        assert accepts(start, text) == expected, (text, expected)
         accepted += expected
         rejected += not expected
         for k in range(len(text) + 1):
@@ -246,7 +242,7 @@ def test_xgrammar_documented_cases():
     start = compiled(SPECS["two_tags"]).initial_state()
     for text, ok in [("tag1abcd", True), ("tag1abcdtag2efg", True), ("tag1abcdqqqqtag2efg", True),
                      ("tag1abc", False), ("tag1abce", False), ("ttag1abd", False), ("tag", True), ("", True)]:
-        assert whole(start, text.encode()) == ok, text
+        assert accepts(start, text.encode()) == ok, text
 
 
 def test_xgrammar_documented_multiline_form():
@@ -255,10 +251,10 @@ def test_xgrammar_documented_multiline_form():
                                '    loop_after_dispatch=true,\n    excludes=()\n)\n'
                                'tool_call_body ::= "{" [^}]* "}"\ncode_body ::= "```" [^`]* "```"')
     start = xgr2.compile(g, BYTES).initial_state()
-    assert whole(start, b'I will call a tool. <tool_call>{"name": "get_weather"}</tool_call> Done.')
-    assert whole(start, b"no tool call at all")
-    assert whole(start, b"<code>```print(1)```<tool_call>{}")
-    assert not whole(start, b"<code>print(1)")
+    assert accepts(start, b'I will call a tool. <tool_call>{"name": "get_weather"}</tool_call> Done.')
+    assert accepts(start, b"no tool call at all")
+    assert accepts(start, b"<code>```print(1)```<tool_call>{}")
+    assert not accepts(start, b"<code>print(1)")
 
 
 def test_excluded_outer_stop_tag():
@@ -267,19 +263,19 @@ def test_excluded_outer_stop_tag():
                                'body ::= TagDispatch(("<tool_call>", call), excludes=("</answer>",))\n'
                                'call ::= "{" [^}]* "}"')
     start = xgr2.compile(g, BYTES).initial_state()
-    assert whole(start, b"hi <tool_call>{x} ok</answer>")
-    assert whole(start, b"</answer>")
-    assert not whole(start, b"a</answer>b</answer>")
-    assert not whole(start, b"<tool_call>{x}")
+    assert accepts(start, b"hi <tool_call>{x} ok</answer>")
+    assert accepts(start, b"</answer>")
+    assert not accepts(start, b"a</answer>b</answer>")
+    assert not accepts(start, b"<tool_call>{x}")
     # A partial tag is still free text.
-    assert whole(start, b"<tool_ca</answer>")
+    assert accepts(start, b"<tool_ca</answer>")
 
 
 def test_partial_tag_is_free_text_but_a_completed_tag_dispatches():
     start = compiled(SPECS["two_tags"]).initial_state()
-    assert whole(start, b"tag")  # ends inside a partial tag
-    assert whole(start, b"ta tag xtag1abcd")
-    assert start.try_advance_bytes(b"tag1") is not None and not whole(start, b"tag1")
+    assert accepts(start, b"tag")  # ends inside a partial tag
+    assert accepts(start, b"ta tag xtag1abcd")
+    assert start.try_advance_bytes(b"tag1") is not None and not accepts(start, b"tag1")
     # After a completed tag only its sub-grammar may follow.
     after = start.advance_bytes(b"xx tag1")
     allowed = xgr2.bitmask_to_bool(after.bitmask(), BYTES.vocab_size)
@@ -316,7 +312,7 @@ def test_printed_grammar_parses_back_and_pickles(name):
     rng = random.Random(name)
     start, again = compiled(SPECS[name]).initial_state(), c.initial_state()
     for text in random_texts(SPECS[name], rng, 100):
-        assert whole(start, text) == whole(again, text)
+        assert accepts(start, text) == accepts(again, text)
 
 
 def test_dispatch_nested_in_a_larger_grammar():
@@ -324,9 +320,9 @@ def test_dispatch_nested_in_a_larger_grammar():
     g = xgr2.Grammar.from_ebnf('root ::= "[" TagDispatch(("<", a), stop_str=("]",), stop_eos=false) "!"\n'
                                'a ::= [0-9]+ ">"')
     start = xgr2.compile(g, BYTES).initial_state()
-    assert whole(start, b"[hi <12> x]!")
-    assert not whole(start, b"[hi <12> x!")
-    assert not whole(start, b"[<x>]!")
+    assert accepts(start, b"[hi <12> x]!")
+    assert not accepts(start, b"[hi <12> x!")
+    assert not accepts(start, b"[<x>]!")
 
 
 LLAMA_DOCS = [
@@ -350,13 +346,8 @@ def test_llama3_masks_with_tags_split_across_tokens(llama3_tokenizer_info, llama
         bounds = set(np.cumsum([len(tok.decoded_vocab[t]) for t in ids]).tolist())
         for m in re.finditer(rb"<function=get_(weather|time)>", doc.encode()):
             split_tags += any(m.start() < b < m.end() for b in bounds)
-        state = c.initial_state()
         check_at = set(rng.sample(range(len(ids) + 1), min(8, len(ids) + 1)))
-        for k, t in enumerate(ids + [None]):
-            if k in check_at:
-                check_state(state, tok, rng)
-            if t is not None:
-                state = state.advance(t)
+        state = check_along(c.initial_state(), ids, tok, rng, check_at)
         assert state.can_terminate
     assert split_tags >= 2  # the tokenizer really splits tags, so the test covers it
     # A completed tag is never free text: "<function=get_time>" then free text is rejected.

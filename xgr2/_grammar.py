@@ -113,15 +113,9 @@ class Grammar(Frozen):
         """
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
-        if isinstance(schema, (dict, bool)):
-            try:
-                text = json.dumps(schema, allow_nan=False)
-            except (TypeError, ValueError) as e:
-                raise SchemaError(f"the schema is not JSON-serializable: {e}", "") from None
-        elif isinstance(schema, str):
-            text = schema
-        else:
+        if not isinstance(schema, (dict, bool, str)):
             raise TypeError(f"schema must be a dict, bool, JSON string or pydantic model class, got {type(schema).__name__}")
+        text = _json_text(schema, SchemaError, "the schema")
         if indent is not None and (not isinstance(indent, int) or isinstance(indent, bool) or indent < 0):
             raise ValueError(f"indent must be a non-negative int or None, got {indent!r}")
         if separators is not None:
@@ -166,16 +160,9 @@ class Grammar(Frozen):
         """
         if hasattr(spec, "model_dump_json") and not isinstance(spec, type):
             spec = spec.model_dump_json()
-        if isinstance(spec, dict):
-            try:
-                text = json.dumps(spec, allow_nan=False)
-            except (TypeError, ValueError) as e:
-                raise StructuralTagError(f"the structural tag is not JSON-serializable: {e}", "") from None
-        elif isinstance(spec, str):
-            text = spec
-        else:
+        if not isinstance(spec, (dict, str)):
             raise TypeError(f"spec must be a dict or a JSON string, got {type(spec).__name__}")
-        return Grammar(_core.GrammarIR.from_structural_tag(text))
+        return Grammar(_core.GrammarIR.from_structural_tag(_json_text(spec, StructuralTagError, "the structural tag")))
 
     @staticmethod
     def builtin_json() -> "Grammar":
@@ -210,3 +197,14 @@ class Grammar(Frozen):
 
     def __reduce__(self) -> tuple[Callable[[str, str], Grammar], tuple[str, str]]:
         return (Grammar.from_ebnf, (str(self), self.root))
+
+
+def _json_text(value: Any, error: type[SchemaError] | type[StructuralTagError], what: str) -> str:
+    """``value`` as JSON text (a str is taken as JSON text already); a value JSON cannot
+    hold (NaN, a set, ...) is ``error`` with an empty pointer."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise error(f"{what} is not JSON-serializable: {e}", "") from None

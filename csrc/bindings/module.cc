@@ -55,55 +55,36 @@ nb::str Text(const std::string& s) {
   return nb::steal<nb::str>(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace"));
 }
 
-void SetError(PyObject* type, const std::string& msg) { PyErr_SetObject(type, Text(msg).ptr()); }
+// Raises `type(*args)`: the library's error classes take the message and a location.
+template <typename... Args>
+void Raise(PyObject* type, const Args&... args) {
+  try {
+    PyErr_SetObject(type, nb::handle(type)(args...).ptr());
+  } catch (nb::python_error& e) {  // the constructor itself failed: report that
+    e.restore();
+  }
+}
 
 void TranslateErrors(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const GrammarError& e) {
-    std::string msg = e.what();
-    nb::str text = Text(msg);
-    PyObject* exc = PyObject_CallFunction(g_grammar_error, "Oii", text.ptr(), e.line, e.column);
-    if (exc) {
-      PyErr_SetObject(g_grammar_error, exc);
-      Py_DECREF(exc);
-    }
+    Raise(g_grammar_error, Text(e.what()), e.line, e.column);
   } catch (const RegexError& e) {
-    std::string msg = e.what();
-    nb::str text = Text(msg);
-    PyObject* exc = PyObject_CallFunction(g_regex_error, "Oi", text.ptr(), e.position);
-    if (exc) {
-      PyErr_SetObject(g_regex_error, exc);
-      Py_DECREF(exc);
-    }
+    Raise(g_regex_error, Text(e.what()), e.position);
   } catch (const SchemaError& e) {
-    std::string msg = e.what();
-    nb::str text = Text(msg);
-    nb::str pointer = Text(e.pointer);
-    PyObject* exc = PyObject_CallFunction(g_schema_error, "OO", text.ptr(), pointer.ptr());
-    if (exc) {
-      PyErr_SetObject(g_schema_error, exc);
-      Py_DECREF(exc);
-    }
+    Raise(g_schema_error, Text(e.what()), Text(e.pointer));
   } catch (const StructuralTagError& e) {
-    std::string msg = e.what();
-    nb::str text = Text(msg);
-    nb::str path = Text(e.path);
-    PyObject* exc = PyObject_CallFunction(g_structural_tag_error, "OO", text.ptr(), path.ptr());
-    if (exc) {
-      PyErr_SetObject(g_structural_tag_error, exc);
-      Py_DECREF(exc);
-    }
+    Raise(g_structural_tag_error, Text(e.what()), Text(e.path));
   } catch (const TokenizerError& e) {
-    SetError(g_tokenizer_error, e.what());
+    Raise(g_tokenizer_error, Text(e.what()));
   } catch (const InvalidTokenError& e) {
-    SetError(g_invalid_token_error, e.what());
+    Raise(g_invalid_token_error, Text(e.what()));
   } catch (const TokenRejectedError& e) {
-    SetError(g_token_rejected_error, e.what());
+    Raise(g_token_rejected_error, Text(e.what()));
   }
 }
 
-// A writable int32 numpy row view: validated here so that a wrong array is a clear error.
 // A validated int32 bitmask array: [rows, words] (or one row, 1-D), rows C-contiguous.
 struct BitmaskView {
   int32_t* data;
