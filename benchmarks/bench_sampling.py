@@ -2,18 +2,15 @@
 read floor (``jnp.max(logits, -1)`` jitted), on CPU.
 
 Naive: full argsort for top-k / top-p, full Gumbel noise for plain sampling, argmax of masked
-logits for greedy. Prints a table (median of several repetitions, ms, and ratio to the floor)
-and appends it to ``benchmarks/RESULTS.md``.
+logits for greedy. Prints a table (median of several repetitions, ms, and ratio to the floor);
+``--write-results`` adds it at the top of ``benchmarks/RESULTS.md``.
 
-    python benchmarks/bench_sampling.py --quick
+    python benchmarks/bench_sampling.py [--quick] [--write-results]
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import time
 
 import jax
@@ -61,6 +58,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="B in {1, 8}, V = 128256, 3 reps")
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--no-naive", action="store_true", help="skip the argsort baselines")
+    parser.add_argument("--write-results", action="store_true", help="add the table to benchmarks/RESULTS.md")
     args = parser.parse_args()
     batches, vocabs, reps = ([1, 8], [128256], 3) if args.quick else ([1, 8, 64], [49152, 128256, 262144], args.reps)
     floor = jax.jit(lambda x: jnp.max(x, -1))
@@ -91,15 +89,13 @@ def main() -> None:
             line = f"{b:>3} {v:>7} {base:7.2f} {cells}"
             print(line, flush=True)
             rows.append(line)
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
-    with open(path, "a") as f:
-        f.write(
-            f"\n## bench_sampling.py {'--quick ' if args.quick else ''}({datetime.date.today()}, "
-            f"{platform.machine()} {os.cpu_count()} cpus, jax {jax.__version__}, {jax.devices()[0].platform})\n\n"
-            "ms (median), ratio to the read floor `jnp.max(logits, -1)`; naive top-k/p skipped (nan) "
-            "above B*V = 8*128256 (argsort takes seconds)\n\n```\n" + header + "\n" + "\n".join(rows) + "\n```\n"
-        )
+    if args.write_results:
+        from _common import append_results
 
+        note = (f"{jax.devices()[0].platform}, jax {jax.__version__}: ms (median), ratio to the read floor "
+                "`jnp.max(logits, -1)`; naive top-k/p skipped (nan) above B*V = 8*128256 (argsort takes seconds)")
+        append_results("fused masked sampling (xgr2.jax)", "bench_sampling.py", None,
+                       ["", note, "", "```", header, *rows, "```"], at_top=True)
 
 if __name__ == "__main__":
     main()

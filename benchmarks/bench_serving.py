@@ -135,6 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=400, help="idle foreground calls")
     parser.add_argument("--write-results", action="store_true")
+    parser.add_argument("--note", default="", help="a line for RESULTS.md: the machine's load, what to compare")
     args = parser.parse_args()
     tok = xgr2.TokenizerInfo.from_huggingface(load_tokenizer())
     body: list[str] = []
@@ -144,10 +145,8 @@ def main() -> None:
         body += [""] + lines
     body += ["", retained_bytes_section()]
     if args.write_results:
-        note = ("Machine: 2-core shared VM, other jobs running (noisy): compare the rows of one run, "
-                "not across runs.")
         append_results("Serving soundness (shared thread pool, key cost)", "bench_serving.py", None,
-                       [f"- {note}", *body], at_top=True)
+                       [f"- {args.note}" if args.note else "", *body], at_top=True)
 
 
 if __name__ == "__main__":

@@ -197,7 +197,8 @@ def main() -> None:
     if args.write_results:
         from _common import append_results
 
-        append_results("parser state memory", "bench_state_memory.py", sys.argv[1:], [""] + text.splitlines())
+        append_results("parser state memory", "bench_state_memory.py", sys.argv[1:], [""] + text.splitlines(),
+                       at_top=True)
 
 
 if __name__ == "__main__":

@@ -39,8 +39,8 @@ from ._grammar import Grammar, SchemaWarning
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 from ._tree_masks import TreeMasks, tree_masks
 
-_core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError)
-_core._set_structural_tag_error(StructuralTagError)
+_core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError,
+                       StructuralTagError)
 
 __version__ = "0.1.0"
 

@@ -40,7 +40,8 @@ PyObject* g_schema_error = PyExc_ValueError;
 PyObject* g_structural_tag_error = PyExc_ValueError;
 
 void SetErrorTypes(nb::handle grammar, nb::handle tokenizer, nb::handle invalid_token, nb::handle rejected,
-                   nb::handle regex, nb::handle schema) {
+                   nb::handle regex, nb::handle schema, nb::handle structural_tag) {
+  g_structural_tag_error = structural_tag.inc_ref().ptr();
   g_regex_error = regex.inc_ref().ptr();
   g_schema_error = schema.inc_ref().ptr();
   g_grammar_error = grammar.inc_ref().ptr();  // kept for the life of the process
@@ -137,10 +138,7 @@ int32_t CheckedToken(const MatcherState& s, nb::handle obj) {
     throw InvalidTokenError("token id " + std::string(nb::str(obj).c_str()) + " is outside the vocabulary [0, " +
                             std::to_string(s.VocabSize()) + ")");
   }
-  if (token < 0 || token >= s.VocabSize()) {
-    throw InvalidTokenError("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                            std::to_string(s.VocabSize()) + ")");
-  }
+  CheckTokenId(token, s.VocabSize());
   return static_cast<int32_t>(token);
 }
 
@@ -193,7 +191,6 @@ NB_MODULE(_core, m) {
   m.doc() = "xgr2 C++ engine (internal; use the xgr2 package).";
   nb::register_exception_translator(TranslateErrors);
   m.def("_set_error_types", &SetErrorTypes);
-  m.def("_set_structural_tag_error", [](nb::handle type) { g_structural_tag_error = type.inc_ref().ptr(); });
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
   BindTreeMasks(m);

@@ -39,10 +39,6 @@ std::pair<NodeStates, std::vector<bool>> TreeMasks(const std::vector<std::option
   same(admissible.shape(0), admissible.shape(1), "admissible");
   same(visited.shape(0), visited.shape(1), "visited");
   same(bitmask.shape(0), bitmask.shape(1), "bitmask");
-  if (roots.size() != batch) {
-    throw nb::value_error(("got " + std::to_string(roots.size()) + " states for " + std::to_string(batch) +
-                           " tree rows").c_str());
-  }
   DraftTreeView tree{parents.data(), tokens.data(), valid.data(), static_cast<int64_t>(batch),
                      static_cast<int64_t>(nodes)};
   TreeMasksOut out{reinterpret_cast<uint32_t*>(bitmask.data()), static_cast<int64_t>(bitmask.shape(2)),
@@ -52,13 +48,11 @@ std::pair<NodeStates, std::vector<bool>> TreeMasks(const std::vector<std::option
     ComputeTreeMasks(roots, tree, max_nodes, num_threads, &out);
   }
   NodeStates states(batch);
-  std::vector<bool> truncated(batch);
   for (size_t b = 0; b < batch; ++b) {
     states[b].reserve(nodes);
     for (size_t i = 0; i < nodes; ++i) states[b].push_back(std::move(out.states[b * nodes + i]));
-    truncated[b] = out.truncated[b];
   }
-  return {std::move(states), std::move(truncated)};
+  return {std::move(states), std::vector<bool>(out.truncated.begin(), out.truncated.end())};
 }
 
 }  // namespace

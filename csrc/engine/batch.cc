@@ -15,10 +15,7 @@ std::vector<std::optional<MatcherState>> AdvanceAll(const std::vector<MatcherSta
                                                     const std::vector<int64_t>& tokens, int num_threads) {
   std::vector<int32_t> ids(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
-    if (tokens[i] < 0 || tokens[i] >= states[i].VocabSize()) {
-      throw InvalidTokenError("row " + std::to_string(i) + ": token id " + std::to_string(tokens[i]) +
-                              " is outside the vocabulary [0, " + std::to_string(states[i].VocabSize()) + ")");
-    }
+    CheckTokenId(tokens[i], states[i].VocabSize(), "row " + std::to_string(i) + ": ");
     ids[i] = static_cast<int32_t>(tokens[i]);
   }
   std::vector<std::optional<MatcherState>> out(states.size());

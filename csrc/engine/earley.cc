@@ -29,7 +29,7 @@ EarleySet::~EarleySet() {
   }
 }
 
-void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev) {
+void KeepOrigins(EarleySet* set) {
   set->origin_owner.reset();
   set->more_origin_owners.clear();
   for (const EarleyItem& it : set->items) {
@@ -38,19 +38,8 @@ void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev) {
     bool seen = false;
     for (const auto& have : set->more_origin_owners) seen |= have.get() == o;
     if (seen) continue;
-    // Almost always `prev` or one of its origins; completions reach origins of origins,
-    // and every persistent set is a shared_ptr's.
-    std::shared_ptr<const EarleySet> owner;
-    if (o == prev.get()) {
-      owner = prev;
-    } else if (o == prev->origin_owner.get()) {
-      owner = prev->origin_owner;
-    } else {
-      for (const auto& p : prev->more_origin_owners) {
-        if (p.get() == o) owner = p;
-      }
-      if (!owner) owner = o->shared_from_this();
-    }
+    // Every persistent set is a shared_ptr's (make_shared), so its owner is at hand.
+    std::shared_ptr<const EarleySet> owner = o->shared_from_this();
     if (!set->origin_owner) {
       set->origin_owner = std::move(owner);
     } else {

@@ -40,9 +40,8 @@ class EarleySet : public std::enable_shared_from_this<EarleySet> {
 };
 
 // Makes the persistent set `set` (owned by a shared_ptr, as are all its items' origins)
-// own its items' origins. `prev`, the set it was advanced from, is looked at first: its
-// origins (and itself) are almost always the ones needed.
-void KeepOrigins(EarleySet* set, const std::shared_ptr<const EarleySet>& prev);
+// own its items' origins.
+void KeepOrigins(EarleySet* set);
 
 // Bytes of the persistent sets reachable from `set` through its origin owners, `set`
 // included (items, owner lists, the set objects and their shared_ptr control blocks;

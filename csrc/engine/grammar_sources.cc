@@ -3,7 +3,6 @@
 #include "frontends/ir_builder.h"
 #include "frontends/regex.h"
 #include "frontends/structural_tag.h"
-#include "grammar/repetition.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
@@ -19,11 +18,7 @@ ParsedGrammar GrammarFromEbnf(const std::string& text, const std::string& root) 
 }
 
 ParsedGrammar GrammarFromRegex(const std::string& pattern, bool search) {
-  auto g = std::make_shared<GrammarIR>();
-  IrBuilder b(g.get());
-  g->root = b.NewRule("root");
-  b.SetBody(g->root, AppendRegex(&b, pattern, search));
-  CompressRepetitions(g.get());
+  GrammarPtr g = ParseRegex(pattern, search);
   auto fsm = BuildFsm(*g);
   return ParsedGrammar{std::move(g), std::move(fsm)};
 }

@@ -1,15 +1,14 @@
 #include "engine/mask_pool_registry.h"
 
-#include <iterator>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace xgr2 {
 namespace {
 
 struct Slot {
+  uint64_t fingerprint;
   // The first holder's vocabulary_key(): a fingerprint match is confirmed on it (at
   // once when it is the same string, as for grammars compiled for one TokenizerInfo).
   std::shared_ptr<const std::string> vocabulary;
@@ -18,7 +17,7 @@ struct Slot {
 
 struct Registry {
   std::mutex mu;
-  std::unordered_map<uint64_t, std::vector<Slot>> by_fingerprint;
+  std::vector<Slot> slots;  // few: one per live vocabulary, pruned on every lookup
 };
 
 Registry& TheRegistry() {
@@ -33,26 +32,23 @@ std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
   const std::shared_ptr<const std::string>& vocabulary = tok.vocabulary_key();
   std::lock_guard<std::mutex> lock(reg.mu);
   std::shared_ptr<NodeMaskPool> found;
-  for (auto it = reg.by_fingerprint.begin(); it != reg.by_fingerprint.end();) {
-    std::vector<Slot>& slots = it->second;
-    for (size_t i = 0; i < slots.size();) {
-      std::shared_ptr<NodeMaskPool> pool = slots[i].pool.lock();
-      if (!pool) {  // its last holder is gone: forget the vocabulary too (few: one per model)
-        slots[i] = std::move(slots.back());
-        slots.pop_back();
-        continue;
-      }
-      if (!found && it->first == tok.fingerprint() &&
-          (slots[i].vocabulary == vocabulary || *slots[i].vocabulary == *vocabulary)) {
-        found = std::move(pool);
-      }
-      ++i;
+  std::vector<Slot>& slots = reg.slots;
+  for (size_t i = 0; i < slots.size();) {
+    std::shared_ptr<NodeMaskPool> pool = slots[i].pool.lock();
+    if (!pool) {  // its last holder is gone: forget the vocabulary too
+      slots[i] = std::move(slots.back());
+      slots.pop_back();
+      continue;
     }
-    it = slots.empty() ? reg.by_fingerprint.erase(it) : std::next(it);
+    if (!found && slots[i].fingerprint == tok.fingerprint() &&
+        (slots[i].vocabulary == vocabulary || *slots[i].vocabulary == *vocabulary)) {
+      found = std::move(pool);
+    }
+    ++i;
   }
   if (!found) {
     found = std::make_shared<NodeMaskPool>();
-    reg.by_fingerprint[tok.fingerprint()].push_back(Slot{vocabulary, found});
+    slots.push_back(Slot{tok.fingerprint(), vocabulary, found});
   }
   return found;
 }

@@ -22,7 +22,7 @@ std::optional<MatcherState> MatcherState::TryAdvanceBytes(const std::string& byt
   for (char c : bytes) {
     auto next = std::make_shared<EarleySet>();
     if (!parser.Advance(*cur, static_cast<uint8_t>(c), next.get())) return std::nullopt;
-    KeepOrigins(next.get(), cur);  // not the whole history: `cur` dies unless an origin
+    KeepOrigins(next.get());  // not the whole history: `cur` dies unless an origin
     cur = std::move(next);
   }
   MatcherState out = *this;
@@ -33,10 +33,7 @@ std::optional<MatcherState> MatcherState::TryAdvanceBytes(const std::string& byt
 
 std::optional<MatcherState> MatcherState::TryAdvance(int32_t token) const {
   const TokenizerInfo& tok = *grammar_->tokenizer;
-  if (token < 0 || token >= tok.vocab_size()) {
-    throw InvalidTokenError("token id " + std::to_string(token) + " is outside the vocabulary [0, " +
-                            std::to_string(tok.vocab_size()) + ")");
-  }
+  CheckTokenId(token, tok.vocab_size());
   if (terminated_) return std::nullopt;
   std::optional<MatcherState> out;
   if (tok.is_stop(token)) {

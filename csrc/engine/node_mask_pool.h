@@ -1,5 +1,6 @@
-// What a node accepts inside its rule, shared by equal structures across grammars
-// (XGrammar-2 §3.3 cross-grammar cache), one pool per vocabulary.
+// The cross-grammar cache (XGrammar-2 §3.3), one per vocabulary: a byte-bounded LRU
+// store of node masks, context token lists, walk results, radius indexes and grammar
+// ids, shared by equal automaton structures across grammars.
 #pragma once
 #include <cstdint>
 #include <functional>

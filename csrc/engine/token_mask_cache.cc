@@ -103,21 +103,20 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   }
   int32_t radius = -1;
   auto compute = [&](const int32_t* dist, int32_t* r) -> List {
-        auto narrowed = std::make_shared<std::vector<int32_t>>();
-        if (mask.has_uncertain) {
-          ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
-          const std::vector<int32_t>& all = mask.uncertain;
-          WalkPositions(
-              tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
-              [&](size_t k) { narrowed->push_back(all[k]); });
-          narrowed->shrink_to_fit();
-          *r = -1;
-        } else {
-          *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, dist, r);
-          if (inner_key.empty()) *r = -1;
-        }
-        return narrowed;
-      };
+    auto narrowed = std::make_shared<std::vector<int32_t>>();
+    if (mask.has_uncertain) {
+      ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
+      const std::vector<int32_t>& all = mask.uncertain;
+      WalkPositions(
+          tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+          [&](size_t k) { narrowed->push_back(all[k]); });
+      narrowed->shrink_to_fit();
+      *r = -1;
+    } else {
+      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, dist, r);
+    }
+    return narrowed;
+  };
   // Without the classification's key, what decided the crossing tokens is unknown:
   // nothing to share by reach (and no lookup, which would leave that part out).
   found = inner_key.empty() ? compute(nullptr, &radius)

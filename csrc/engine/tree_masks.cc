@@ -28,10 +28,7 @@ void CheckTree(const DraftTreeView& tree, int32_t vocab) {
                                     " must precede the node (parents[i] < i, -1 for none)");
       }
       int32_t t = tree.tokens[k];
-      if (p >= 0 && (t < 0 || t >= vocab)) {
-        throw InvalidTokenError(At(b, i) + ": token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                std::to_string(vocab) + ")");
-      }
+      if (p >= 0) CheckTokenId(t, vocab, At(b, i) + ": ");
     }
   }
 }
@@ -56,7 +53,7 @@ void ComputeTreeMasks(const std::vector<std::optional<MatcherState>>& roots, con
     throw std::invalid_argument("bitmask rows must have ceil(vocab_size / 32) words");
   }
   out->states.assign(static_cast<size_t>(total), std::nullopt);
-  out->truncated.assign(static_cast<size_t>(tree.batch), false);
+  out->truncated.assign(static_cast<size_t>(tree.batch), 0);
   std::fill(out->admissible, out->admissible + total, false);
   std::fill(out->visited, out->visited + total, false);
   if (vocab < 0 || n == 0) {
@@ -66,7 +63,6 @@ void ComputeTreeMasks(const std::vector<std::optional<MatcherState>>& roots, con
   CheckTree(tree, vocab);
 
   // Phase 1, one task per row: the states, in node order (cheap next to the masks).
-  std::vector<char> truncated(static_cast<size_t>(tree.batch), 0);
   ParallelFor(tree.batch, num_threads, [&](int64_t b) {
     const int64_t base = b * n;
     if (!roots[b] || !tree.valid[base]) return;
@@ -78,7 +74,7 @@ void ComputeTreeMasks(const std::vector<std::optional<MatcherState>>& roots, con
       const int32_t p = tree.parents[k];
       if (!tree.valid[k] || p < 0 || !out->states[base + p]) continue;
       if (max_nodes >= 0 && visited >= max_nodes) {
-        truncated[b] = 1;
+        out->truncated[b] = 1;
         break;
       }
       ++visited;
@@ -87,7 +83,6 @@ void ComputeTreeMasks(const std::vector<std::optional<MatcherState>>& roots, con
       out->admissible[k] = out->states[k].has_value();
     }
   });
-  for (int64_t b = 0; b < tree.batch; ++b) out->truncated[b] = truncated[b] != 0;
 
   // Phase 2, one task per node: the masks (zero rows where there is no state), so one
   // large tree spreads over every thread as well as a batch of small ones does.

@@ -26,7 +26,7 @@ struct TreeMasksOut {
   bool* admissible;
   bool* visited;  // [batch, nodes]: the node's token was tried (within the node budget)
   std::vector<std::optional<MatcherState>> states;  // [batch * nodes], filled here
-  std::vector<bool> truncated;                      // [batch]: the node budget ran out
+  std::vector<uint8_t> truncated;                   // [batch]: the node budget ran out (0/1)
 };
 
 // For row b, advances roots[b] along every root -> node path (in node order, so a parent's

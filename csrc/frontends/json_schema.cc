@@ -84,16 +84,6 @@ JsonValue Obj(std::vector<std::pair<std::string, JsonValue>> members) {
   return v;
 }
 
-std::string EscapePointerToken(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 // A rule name from a schema location: letters, digits and `_` only.
 std::string RuleNameFor(const std::string& hint) {
   std::string out;
@@ -262,15 +252,9 @@ class SchemaCompiler {
   }
 
   static JsonValue TypeValue(const std::set<std::string>& types) {
-    JsonValue arr;
-    arr.kind = Kind::kArray;
+    JsonValue arr = Arr({});
     for (const char* t : kTypes) {
-      if (types.count(t) && !(std::string(t) == "integer" && types.count("number"))) {
-        JsonValue s;
-        s.kind = Kind::kString;
-        s.text = t;
-        arr.items.push_back(s);
-      }
+      if (types.count(t) && !(std::string(t) == "integer" && types.count("number"))) arr.items.push_back(Str(t));
     }
     return arr;
   }
@@ -304,8 +288,7 @@ class SchemaCompiler {
 
   const JsonValue* FlattenOnce(const JsonValue* s, const std::string& ptr, int depth) {
     if (depth > kMaxMergeDepth) Fail("allOf / $ref merges nested too deeply (a recursive allOf?)", ptr);
-    JsonValue base;
-    base.kind = Kind::kObject;
+    JsonValue base = Obj({});
     std::vector<std::pair<const JsonValue*, std::string>> parts;
     for (const auto& [k, v] : s->members) {
       if (k == "$ref") {
@@ -325,7 +308,7 @@ class SchemaCompiler {
         // properties (an array: dependentRequired, also in draft 7's `dependencies`).
         if (!v.IsObject()) Fail(k + " must be an object", ptr + "/" + k);
         for (const auto& [name, sub] : v.members) {
-          std::string sub_ptr = ptr + "/" + k + "/" + EscapePointerToken(name);
+          std::string sub_ptr = ptr + "/" + k + "/" + JsonPointerToken(name);
           if (k == "dependentRequired" && !sub.IsArray()) Fail("dependentRequired must map names to arrays", sub_ptr);
           if (sub.IsArray()) {
             for (const JsonValue& dep : sub.items) {
@@ -383,16 +366,12 @@ class SchemaCompiler {
           if (!have) r.items.push_back(name);
         }
         set(k, r);
-      } else if (k == "properties" || k == "patternProperties" || k == "dependentRequired") {
+      } else if (k == "properties" || k == "patternProperties") {
         JsonValue p = *mine;
         for (const auto& [name, sub] : v.members) {
           const JsonValue* old = p.Find(name);
           if (!old) {
             p.members.emplace_back(name, sub);
-          } else if (k == "dependentRequired") {
-            JsonValue req = *old;
-            req.items.insert(req.items.end(), sub.items.begin(), sub.items.end());
-            for (auto& m : p.members) if (m.first == name) m.second = req;
           } else {
             JsonValue both = AllOf(*old, sub);
             for (auto& m : p.members) if (m.first == name) m.second = both;
@@ -414,8 +393,7 @@ class SchemaCompiler {
           Unsupported("cannot merge `" + k + "` values in allOf", ptr);
         }
       } else if (k == "enum" || k == "const") {
-        JsonValue both;
-        both.kind = Kind::kArray;
+        JsonValue both = Arr({});
         std::vector<JsonValue> xs = k == "const" ? std::vector<JsonValue>{*mine} : mine->items;
         std::vector<JsonValue> ys = k == "const" ? std::vector<JsonValue>{v} : v.items;
         for (const JsonValue& x : xs) {
@@ -424,9 +402,7 @@ class SchemaCompiler {
           }
         }
         set("enum", both);
-        if (k == "const") out.members.erase(std::remove_if(out.members.begin(), out.members.end(),
-                                                           [](auto& m) { return m.first == "const"; }),
-                                            out.members.end());
+        if (k == "const") out = WithoutKey(out, "const");
       } else if (k == "items" || k == "additionalProperties" || k == "additionalItems" || k == "propertyNames" ||
                  k == "contains" || k == "unevaluatedProperties") {
         set(k, AllOf(*mine, v));
@@ -444,8 +420,7 @@ class SchemaCompiler {
           continue;
         }
         JsonValue rest_a = WithoutKey(a, k), rest_b = WithoutKey(b, k);
-        JsonValue arr;
-        arr.kind = Kind::kArray;
+        JsonValue arr = Arr({});
         for (const JsonValue& x : mine->items) {
           for (const JsonValue& y : v.items) {
             const JsonValue* fx = Flatten(Keep(AllOf(rest_a, x)), ptr, depth + 1);
@@ -455,10 +430,7 @@ class SchemaCompiler {
           }
         }
         if (arr.items.empty()) return BoolSchema(false);
-        JsonValue dist;
-        dist.kind = Kind::kObject;
-        dist.members.emplace_back(k, arr);
-        return dist;
+        return Obj({{k, arr}});
       } else if (k == "not") {
         const JsonValue *ea = OnlyEnum(*mine), *eb = OnlyEnum(v);
         if (ea && eb) {  // not in A and not in B: not in A + B
@@ -475,15 +447,7 @@ class SchemaCompiler {
     return out;
   }
 
-  static JsonValue AllOf(const JsonValue& x, const JsonValue& y) {
-    JsonValue all;
-    all.kind = Kind::kArray;
-    all.items = {x, y};
-    JsonValue out;
-    out.kind = Kind::kObject;
-    out.members.emplace_back("allOf", all);
-    return out;
-  }
+  static JsonValue AllOf(const JsonValue& x, const JsonValue& y) { return Obj({{"allOf", Arr({x, y})}}); }
 
   // ---------------------------------------------------------------- if / then / else
   // `if` I `then` T `else` E as anyOf [allOf(I, T), allOf(not I, E)] (a missing branch is
@@ -553,7 +517,7 @@ class SchemaCompiler {
       } else if (k == "properties") {
         if (!v.IsObject()) return std::nullopt;
         for (const auto& [name, sub] : v.members) {
-          std::optional<JsonValue> neg = Negation(sub, ptr + "/properties/" + EscapePointerToken(name), depth + 1);
+          std::optional<JsonValue> neg = Negation(sub, ptr + "/properties/" + JsonPointerToken(name), depth + 1);
           if (!neg) return std::nullopt;
           if (neg->IsBool() && !neg->boolean) continue;
           branches.push_back(of_type("object", {{"required", Arr({Str(name)})}, {"properties", Obj({{name, *neg}})}}));
@@ -586,12 +550,10 @@ class SchemaCompiler {
         auto [type, bound] = flipped_bounds.at(k);
         branches.push_back(of_type(type, {{bound, v}}));
       } else if (flipped_counts.count(k)) {
-        if (!v.IsNumber()) return std::nullopt;
         auto [type, bound] = flipped_counts.at(k);
-        DecimalNumber d = ParseDecimal(v.text);
-        if (d.negative || d.exponent < 0 || d.digits.size() + d.exponent > 9) return std::nullopt;
-        int64_t n = d.digits.empty() ? 0 : std::stoll(d.digits);
-        for (int64_t e = 0; e < d.exponent; ++e) n *= 10;
+        std::optional<int64_t> count = CountValue(v);
+        if (!count || *count >= 1000000000) return std::nullopt;  // n + 1 must stay a count
+        int64_t n = *count;
         if (k.compare(0, 3, "min") == 0) {
           if (n > 0) branches.push_back(of_type(type, {{bound, Num(std::to_string(n - 1))}}));
         } else {
@@ -610,12 +572,7 @@ class SchemaCompiler {
   int32_t AnyValue(int depth) { return Schema(TrueSchema(), "", depth); }
 
   const JsonValue& TrueSchema() {
-    static const JsonValue t = [] {
-      JsonValue v;
-      v.kind = Kind::kBool;
-      v.boolean = true;
-      return v;
-    }();
+    static const JsonValue t = BoolSchema(true);
     return t;
   }
 
@@ -652,10 +609,7 @@ class SchemaCompiler {
       const JsonValue* branches = s.Find(k);
       if (!branches) continue;
       if (!branches->IsArray() || branches->items.empty()) Fail(std::string(k) + " must be a non-empty array", ptr + "/" + k);
-      JsonValue rest = s;
-      rest.members.erase(std::remove_if(rest.members.begin(), rest.members.end(),
-                                        [&](auto& m) { return m.first == k; }),
-                         rest.members.end());
+      JsonValue rest = WithoutKey(s, k);
       bool has_rest = false;
       for (auto& m : rest.members) has_rest = has_rest || !kAnnotations.count(m.first);
       if (std::string(k) == "oneOf" && !BranchesDisjoint(branches->items)) {
@@ -702,7 +656,7 @@ class SchemaCompiler {
         bool only_declared = opt_.strict && s.Find("properties") && !s.Find("additionalProperties") &&
                              !s.Find("patternProperties");
         if (k == "unevaluatedProperties" && v.IsBool() && !v.boolean && only_declared) continue;
-        Unsupported("`" + k + "` is not supported", ptr + "/" + EscapePointerToken(k));
+        Unsupported("`" + k + "` is not supported", ptr + "/" + JsonPointerToken(k));
       }
     }
   }
@@ -958,10 +912,7 @@ class SchemaCompiler {
     };
     auto count_ok = [&](size_t n, bool is_min) {
       if (!kv.IsNumber()) return -1;
-      JsonValue count;
-      count.kind = Kind::kNumber;
-      count.text = std::to_string(n);
-      int c = CompareDecimal(ParseDecimal(count.text), ParseDecimal(kv.text));
+      int c = CompareDecimal(ParseDecimal(std::to_string(n)), ParseDecimal(kv.text));
       return (is_min ? c >= 0 : c <= 0) ? 1 : 0;
     };
     if (k == "minimum") return bound(1, false);
@@ -995,7 +946,7 @@ class SchemaCompiler {
         int verdict = ValuePasses(k, kv, v);
         if (verdict < 0) {
           Unsupported("`" + k + "` beside `" + (is_const ? "const" : "enum") + "` on a value it applies to",
-                      ptr + "/" + EscapePointerToken(k));
+                      ptr + "/" + JsonPointerToken(k));
         }
         keep = keep && verdict != 0;
       }
@@ -1049,8 +1000,10 @@ class SchemaCompiler {
       c.maximum = xmax, c.exclusive_maximum = true;
     }
     c.multiple_of = NumberText(s, "multipleOf", ptr);
-    if (!c.multiple_of.empty() && ParseDecimal(c.multiple_of).negative) Fail("multipleOf must be positive", ptr + "/multipleOf");
-    if (!c.multiple_of.empty() && ParseDecimal(c.multiple_of).digits.empty()) Fail("multipleOf must be positive", ptr + "/multipleOf");
+    if (!c.multiple_of.empty()) {
+      DecimalNumber m = ParseDecimal(c.multiple_of);
+      if (m.negative || m.digits.empty()) Fail("multipleOf must be positive", ptr + "/multipleOf");
+    }
     try {
       int32_t e = integer ? AppendIntegerRange(&b_, c) : AppendNumberRange(&b_, c);
       return e < 0 ? Nothing(&b_) : e;
@@ -1064,11 +1017,21 @@ class SchemaCompiler {
   }
 
   // ---------------------------------------------------------------- strings
+  // A count keyword's value (minLength, maxItems, ...), capped at INT32_MAX; `fallback`
+  // when absent.
   int64_t Count(const JsonValue& s, const char* key, const std::string& ptr, int64_t fallback) {
     const JsonValue* v = s.Find(key);
     if (!v) return fallback;
-    DecimalNumber d = v->IsNumber() ? ParseDecimal(v->text) : DecimalNumber{true, "1", 0};
-    if (!v->IsNumber() || d.negative || d.exponent < 0) Fail(std::string(key) + " must be a non-negative integer", ptr + "/" + key);
+    std::optional<int64_t> n = CountValue(*v);
+    if (!n) Fail(std::string(key) + " must be a non-negative integer", ptr + "/" + key);
+    return *n;
+  }
+
+  // A non-negative integer's value capped at INT32_MAX; nullopt for any other value.
+  static std::optional<int64_t> CountValue(const JsonValue& v) {
+    if (!v.IsNumber()) return std::nullopt;
+    DecimalNumber d = ParseDecimal(v.text);
+    if (d.negative || d.exponent < 0) return std::nullopt;
     if (d.digits.size() + d.exponent > 10) return INT32_MAX;
     int64_t n = d.digits.empty() ? 0 : std::stoll(d.digits);
     for (int64_t e = 0; e < d.exponent; ++e) n *= 10;
@@ -1185,13 +1148,7 @@ class SchemaCompiler {
       if (const JsonValue* c = flat->Find("const")) values = {*c}, finite = true;
       else if (const JsonValue* e = flat->Find("enum")) values = e->items, finite = true;
       else if (TypesOf(*flat) == std::set<std::string>{"boolean"}) {
-        for (bool v : {true, false}) {
-          JsonValue x;
-          x.kind = Kind::kBool;
-          x.boolean = v;
-          values.push_back(x);
-        }
-        finite = true;
+        values = {BoolSchema(true), BoolSchema(false)}, finite = true;
       } else if (TypesOf(*flat) == std::set<std::string>{"null"}) {
         values = {JsonValue{}}, finite = true;
       }
@@ -1283,7 +1240,7 @@ class SchemaCompiler {
     std::set<std::string> names;
     if (props) {
       for (const auto& [name, sub] : props->members) {
-        std::string pp = ptr + "/properties/" + EscapePointerToken(name);
+        std::string pp = ptr + "/properties/" + JsonPointerToken(name);
         declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(), Schema(sub, pp, depth + 1)}),
                             required.count(name) > 0});
         names.insert(name);
@@ -1304,16 +1261,7 @@ class SchemaCompiler {
     int64_t min_props = Count(s, "minProperties", ptr, 0), max_props = Count(s, "maxProperties", ptr, -1);
     int64_t n_required = 0;
     for (auto& p : declared) n_required += p.required;
-    if (const JsonValue* dr = s.Find("dependentRequired")) {
-      for (const auto& [name, deps] : dr->members) {
-        bool may_appear = names.count(name) || extra >= 0;
-        for (const JsonValue& dep : deps.items) {
-          if (may_appear && !required.count(name) && !required.count(dep.text)) {
-            Unsupported("dependentRequired between optional properties", ptr + "/dependentRequired");
-          }
-        }
-      }
-    }
+    // dependentRequired never gets here: Flatten turns it into conditionals.
     // Bounds every object of this grammar meets anyway cost no counting rules.
     bool trivially_bounded = min_props <= n_required &&
                              (max_props < 0 || (extra < 0 && max_props >= static_cast<int64_t>(declared.size())));
@@ -1338,7 +1286,7 @@ class SchemaCompiler {
                     ptr + "/patternProperties");
       }
       const auto& [pattern, sub] = pattern_props->members[0];
-      std::string pp = ptr + "/patternProperties/" + EscapePointerToken(pattern);
+      std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
       int32_t key;
       try {
         int32_t re = AppendRegex(&b_, pattern, true);
@@ -1353,15 +1301,7 @@ class SchemaCompiler {
     int32_t key;
     if (property_names) {
       if (!names.empty()) Unsupported("propertyNames beside declared properties", ptr + "/propertyNames");
-      JsonValue key_schema = AllOf(*property_names, [] {
-        JsonValue t;
-        t.kind = Kind::kObject;
-        JsonValue str;
-        str.kind = Kind::kString;
-        str.text = "string";
-        t.members.emplace_back("type", str);
-        return t;
-      }());
+      JsonValue key_schema = AllOf(*property_names, Obj({{"type", Str("string")}}));
       key = Schema(*Keep(std::move(key_schema)), ptr + "/propertyNames", depth + 1);
     } else {
       key = KeyNotIn(names);

@@ -723,11 +723,11 @@ int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search, const
   return RewriteChars(b, e, [&](const std::vector<CodepointRange>& ranges) { return b->Class(WithAsciiCases(ranges)); });
 }
 
-GrammarPtr ParseRegex(const std::string& pattern) {
+GrammarPtr ParseRegex(const std::string& pattern, bool search) {
   auto g = std::make_shared<GrammarIR>();
   IrBuilder b(g.get());
   int32_t root = b.NewRule("root");
-  b.SetBody(root, AppendRegex(&b, pattern, false));
+  b.SetBody(root, AppendRegex(&b, pattern, search));
   g->root = root;
   CompressRepetitions(g.get());
   return g;

@@ -27,7 +27,8 @@ struct RegexFlags {
 };
 int32_t AppendRegex(IrBuilder* b, const std::string& pattern, bool search, const RegexFlags& flags);
 
-// A grammar whose root rule `root` matches exactly the strings `pattern` fullmatches.
-GrammarPtr ParseRegex(const std::string& pattern);
+// A grammar whose root rule `root` matches exactly the strings `pattern` fullmatches
+// (with `search`: the strings with a part it matches).
+GrammarPtr ParseRegex(const std::string& pattern, bool search = false);
 
 }  // namespace xgr2

@@ -15,18 +15,7 @@
 namespace xgr2 {
 namespace {
 
-// A JSON pointer token: `~` and `/` escaped (RFC 6901).
-std::string PointerToken(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out.push_back(c);
-  }
-  return out;
-}
-
-std::string At(const std::string& path, const std::string& key) { return path + "/" + PointerToken(key); }
+std::string At(const std::string& path, const std::string& key) { return path + "/" + JsonPointerToken(key); }
 std::string At(const std::string& path, size_t index) { return path + "/" + std::to_string(index); }
 
 // What a format sees of its surroundings: the end strings of the nearest enclosing
@@ -195,20 +184,15 @@ class Converter {
   // strings (one that can never complete, duplicates, ...) at `path`.
   int32_t Dispatch(std::vector<std::string> tags, std::vector<int32_t> targets, std::vector<std::string> excludes,
                    bool loop, const std::string& path) {
-    auto spec = std::make_shared<TagDispatchSpec>();
-    spec->tags = std::move(tags);
-    spec->excludes = std::move(excludes);
-    spec->loop_after_dispatch = loop;
+    TagDispatchSpec spec;
+    spec.tags = std::move(tags);
+    spec.excludes = std::move(excludes);
+    spec.loop_after_dispatch = loop;
     try {
-      BuildDispatchAutomaton(*spec);
+      return AddTagDispatch(b_.ir(), std::move(spec), std::move(targets));
     } catch (const GrammarError& e) {
       Fail(e.what(), path);
     }
-    Expr e;
-    e.kind = ExprKind::kTagDispatch;
-    e.children = std::move(targets);
-    e.dispatch = std::move(spec);
-    return b_.ir()->AddExpr(std::move(e));
   }
 
   int32_t Schema(const JsonValue& schema, const std::string& schema_path) {
@@ -349,15 +333,13 @@ class Converter {
       if (found < 0) Fail("the tag's begin \"" + t.begin + "\" starts with no trigger", At(t.path, "begin"));
       rests[found].push_back(b_.Seq({b_.Bytes(t.begin.substr(triggers[found].size())), t.rest}));
     }
-    std::vector<std::string> used;
     std::vector<int32_t> targets;
     for (size_t i = 0; i < triggers.size(); ++i) {
       if (rests[i].empty()) Fail("no tag begins with the trigger \"" + triggers[i] + "\"", At(At(path, "triggers"), i));
-      used.push_back(triggers[i]);
       targets.push_back(b_.RuleRef("triggered", b_.Choice(rests[i])));
     }
     if (at_least_one && stop_after_first) return AnyTag(tags);
-    int32_t text = Dispatch(used, targets, excludes, !stop_after_first, path);
+    int32_t text = Dispatch(triggers, targets, excludes, !stop_after_first, path);
     if (!at_least_one) return text;
     return b_.Seq({AnyTag(tags), text});
   }

@@ -473,9 +473,8 @@ class EbnfParser {
   // TagDispatch(("tag", rule), ..., stop_eos=true, stop_str=("s", ...), loop_after_dispatch=true,
   //             excludes=("x", ...), at_least_one=false); at_least_one is xgr2's own.
   int32_t TagDispatchMacro(const std::vector<MacroArg>& args, size_t start) {
-    auto spec = std::make_shared<TagDispatchSpec>();
-    Expr e;
-    e.kind = ExprKind::kTagDispatch;
+    TagDispatchSpec spec;
+    std::vector<int32_t> targets;
     auto strings = [&](const MacroArg& a) {
       std::vector<std::string> out;
       if (a.kind == MacroArg::kString) return std::vector<std::string>{a.text};
@@ -496,23 +495,23 @@ class EbnfParser {
             a.items[1].kind != MacroArg::kName) {
           Fail("TagDispatch takes (\"tag\", rule_name) pairs, then named options", a.pos);
         }
-        spec->tags.push_back(a.items[0].text);
+        spec.tags.push_back(a.items[0].text);
         Expr ref;
         ref.kind = ExprKind::kRuleRef;
         int32_t id = g_->AddExpr(std::move(ref));
         RuleId(a.items[1].text);
         pending_refs_.push_back({id, a.items[1].text, a.items[1].pos});
-        e.children.push_back(id);
+        targets.push_back(id);
       } else if (a.key == "stop_eos") {
-        spec->stop_eos = flag(a);
+        spec.stop_eos = flag(a);
       } else if (a.key == "stop_str") {
-        spec->stop_strs = strings(a);
+        spec.stop_strs = strings(a);
       } else if (a.key == "loop_after_dispatch") {
-        spec->loop_after_dispatch = flag(a);
+        spec.loop_after_dispatch = flag(a);
       } else if (a.key == "excludes") {
-        spec->excludes = strings(a);
+        spec.excludes = strings(a);
       } else if (a.key == "at_least_one") {
-        spec->at_least_one = flag(a);
+        spec.at_least_one = flag(a);
       } else {
         Fail("unknown TagDispatch option `" + a.key +
                  "` (expected stop_eos, stop_str, loop_after_dispatch, excludes or at_least_one)",
@@ -520,12 +519,10 @@ class EbnfParser {
       }
     }
     try {
-      BuildDispatchAutomaton(*spec);  // reports bad tags here, with a position
+      return AddTagDispatch(g_, std::move(spec), std::move(targets));  // bad tags reported here, with a position
     } catch (const GrammarError& err) {
       Fail(err.what(), start);
     }
-    e.dispatch = std::move(spec);
-    return g_->AddExpr(std::move(e));
   }
 
   // Every contiguous run of the chunks (chunks are atomic), the empty run included.
@@ -560,8 +557,7 @@ class EbnfParser {
   uint32_t ParseHex(int digits, size_t esc_pos) {
     uint32_t v = 0;
     for (int i = 0; i < digits; ++i) {
-      char h = Peek();
-      int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+      int d = HexDigit(Peek());
       if (d < 0) Fail("invalid escape: expected " + std::to_string(digits) + " hex digits", esc_pos);
       v = v * 16 + d;
       ++pos_;

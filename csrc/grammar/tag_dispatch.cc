@@ -186,4 +186,13 @@ DispatchAutomaton BuildDispatchAutomaton(const TagDispatchSpec& spec) {
   return a;
 }
 
+int32_t AddTagDispatch(GrammarIR* g, TagDispatchSpec spec, std::vector<int32_t> targets) {
+  BuildDispatchAutomaton(spec);  // the checks; the FSM builder builds it again for the rule
+  Expr e;
+  e.kind = ExprKind::kTagDispatch;
+  e.children = std::move(targets);
+  e.dispatch = std::make_shared<const TagDispatchSpec>(std::move(spec));
+  return g->AddExpr(std::move(e));
+}
+
 }  // namespace xgr2

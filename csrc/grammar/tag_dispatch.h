@@ -6,6 +6,7 @@
 // completed tag as free text, while a partial tag stays free text.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "xgr2/grammar.h"
@@ -35,5 +36,9 @@ struct DispatchAutomaton {
 // bytes in all, a tag or stop string that can never complete (another string always
 // completes first), or options under which the construct can never end.
 DispatchAutomaton BuildDispatchAutomaton(const TagDispatchSpec& spec);
+
+// Adds a kTagDispatch expression to `g` (tag i dispatches to `targets[i]`, rule
+// references) after checking its strings: throws GrammarError as BuildDispatchAutomaton.
+int32_t AddTagDispatch(GrammarIR* g, TagDispatchSpec spec, std::vector<int32_t> targets);
 
 }  // namespace xgr2

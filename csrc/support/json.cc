@@ -348,4 +348,14 @@ bool JsonEqual(const JsonValue& a, const JsonValue& b) {
   return false;
 }
 
+std::string JsonPointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
 }  // namespace xgr2

@@ -30,6 +30,9 @@ struct JsonValue {
 JsonValue ParseJson(const std::string& text);
 constexpr int kMaxJsonDepth = 512;
 
+// `key` as one token of a JSON pointer (RFC 6901): `~` as `~0`, `/` as `~1`.
+std::string JsonPointerToken(const std::string& key);
+
 // Compact JSON text of a value (the form json.dumps(..., separators=(",", ":"),
 // ensure_ascii=False) writes; numbers as written).
 std::string DumpJson(const JsonValue& v);

@@ -148,20 +148,21 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prompt {results[0][2].prompt_tokens} tokens, batch {args.batch}, device {jax.devices()[0].platform}")
     print(f"{'run':<14} {'tokens':>6} {'steps':>5} {'prefill s':>9} {'ms/step':>8} {'tokens/s':>9} "
           f"{'mask ms':>8} {'mask ms/step':>12} {'finished':>8} {'valid':>6}")
+    invalid_constrained = 0
     for label, texts, stats in results:
         valid = sum(_valid(text, schema, compiled, args.regex) for text in texts)
+        if stats.constrained:
+            invalid_constrained += len(texts) - valid
         mask = (f"{1e3 * stats.mask_s:.1f}", f"{stats.mask_ms_per_step:.3f}") if stats.constrained else ("-", "-")
         print(f"{label:<14} {stats.tokens:>6} {stats.steps:>5} {stats.prefill_s:>9.2f} {stats.ms_per_step:>8.1f} "
               f"{stats.tokens_per_s:>9.1f} {mask[0]:>8} {mask[1]:>12} {sum(stats.finished):>4}/{args.batch:<3} "
               f"{valid:>3}/{args.batch}")
-    invalid_constrained = sum(not _valid(text, schema, compiled, args.regex)
-                              for label, texts, stats in results if stats.constrained for text in texts)
     if len(results) == 2:
         c, u = results[0][2], results[1][2]
         print(f"constrained / unconstrained: tokens/s {c.tokens_per_s / u.tokens_per_s:.1%}, "
               f"steps/s {u.ms_per_step / c.ms_per_step:.1%}")
     print("tokens/s: tokens from decode steps per second of decoding (prefill and compilation excluded)\n"
-          "mask: host time in fill_bitmask, overlapped with the device's decode step\n"
+          "mask: host time in batch_fill_bitmask, overlapped with the device's decode step\n"
           "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None
                        else "re.fullmatch(regex, output, re.ASCII)" if args.regex is not None
                        else "the output is a complete document of the grammar"))

@@ -50,7 +50,7 @@ class GenerationStats:
     decode_tokens: int = 0         # of those, the ones that came out of decode steps
     prefill_s: float = 0.0         # prompt pass (compilation excluded after the first call)
     decode_s: float = 0.0          # wall time of the decode loop
-    mask_s: float = 0.0            # host time spent in fill_bitmask
+    mask_s: float = 0.0            # host time spent filling bitmasks (ConstrainedDecoder.next_bitmask)
     finished: list[bool] = field(default_factory=list)       # row ended with a stop token
     token_ids: list[list[int]] = field(default_factory=list)  # per row, stop token excluded
 
@@ -106,8 +106,8 @@ def generate(
       on_text: called with each new piece of row 0's text as it is generated.
       max_len: KV cache positions (default :func:`cache_length`); runs with equal batch
         and ``max_len`` share one compiled decode step.
-      precompute: when constrained, start computing the grammar's node masks on a
-        background thread before the prefill, so that they are ready (or on their way)
+      precompute: when constrained, start computing the grammar's node masks as a
+        background job on the engine's thread pool (:class:`xgr2.PrecomputeJob`) before the prefill, so that they are ready (or on their way)
         when decoding starts; a mask not ready yet is computed on demand.
 
     Returns:

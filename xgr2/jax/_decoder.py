@@ -254,6 +254,8 @@ class ConstrainedDecoder:
         Raises:
           ValueError: an accepted node has no state in ``masks`` (verify a tree pruned
             with ``valid & masks.visited`` when ``max_nodes`` truncates); no row changes.
+          TokenRejectedError: a bonus token the grammar rejects, which ``verify_tree``
+            with these masks never returns; the rows before it are already committed.
         """
         tokens = np.asarray(tree.tokens)
         paths = np.asarray(result.accepted_nodes)

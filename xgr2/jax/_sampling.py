@@ -4,8 +4,8 @@ How a row is sampled (all in float32, logits read a few times, never sorted):
 
 1. Mask: disallowed tokens and NaN logits become ``-inf``. The row is viewed as ``nb`` blocks
    of ``C`` tokens (``[B, nb, C]``, a free reshape when ``C`` divides ``V``).
-2. One pass: the block maxima, hence the row maximum ``M`` (greedy rows stop here, plus one
-   pass for the index of the first maximal allowed token).
+2. One pass: the block maxima, hence the row maximum ``M`` (greedy rows stop here: the
+   first maximal allowed token is found in the first block whose maximum is ``M``).
 3. top-k (if any): the k-th largest value ``tau_k``, found among the tokens of the ``K``
    blocks with the largest maxima (``K >= k``; exact, see :func:`_kth_largest_blocks`), or
    by bisection on the float bit patterns when ``k`` is traced and has no static bound.
@@ -195,22 +195,24 @@ def _draw(u, block_mass, xb, weight_of):
     the target falls past the last positive weight, the last positive one is taken.
     """
     batch, nb, c = xb.shape
-
-    def pick(cum, weight, target):
-        n = weight.shape[1]
-        positive = weight > 0
-        last = n - 1 - jnp.argmax(positive[:, ::-1], axis=1)
-        over = (cum > target[:, None]) & positive
-        return jnp.where(jnp.any(over, axis=1), jnp.argmax(over, axis=1), last).astype(jnp.int32)
-
     cum = jnp.cumsum(block_mass, axis=1)
     target = u * cum[:, -1]
-    block = pick(cum, block_mass, target)
+    block = _pick_index(cum, block_mass, target)
     before = jnp.take_along_axis(cum - block_mass, block[:, None], axis=1)[:, 0]
     values = jnp.take_along_axis(xb, block[:, None, None], axis=1)  # [B, 1, C]
     weight = weight_of(values, block)[:, 0]
-    inner = pick(jnp.cumsum(weight, axis=1), weight, target - before)
+    inner = _pick_index(jnp.cumsum(weight, axis=1), weight, target - before)
     return block * c + inner
+
+
+def _pick_index(cum, weight, target):
+    """Per row, the first index whose cumulative weight ``cum`` exceeds ``target`` among
+    positive weights; past the last positive weight (rounding), that last one."""
+    n = weight.shape[1]
+    positive = weight > 0
+    last = n - 1 - jnp.argmax(positive[:, ::-1], axis=1)
+    over = (cum > target[:, None]) & positive
+    return jnp.where(jnp.any(over, axis=1), jnp.argmax(over, axis=1), last).astype(jnp.int32)
 
 
 # ----------------------------------------------------------------------------- kernel

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from xgr2.jax._masking import _check_bitmask, _unpack
-from xgr2.jax._sampling import _F32, _greedy, _per_row, _truncated_probs
-from xgr2.jax._tree import DraftTree
+from xgr2.jax._sampling import _F32, _greedy, _per_row, _pick_index, _truncated_probs
+from xgr2.jax._tree import DraftTree, tree_depth
 
 __all__ = ["VerifyResult", "verify_tree"]
 
@@ -43,12 +43,8 @@ def _pick(a, index):
 def _draw_explicit(u, probs):
     """One token per row from explicit probabilities ``[B, V]`` by inverse CDF; -1 if all 0."""
     cum = jnp.cumsum(probs, axis=1)
-    positive = probs > 0
-    vocab = probs.shape[1]
-    last = vocab - 1 - jnp.argmax(positive[:, ::-1], axis=1)
-    over = (cum > (u * cum[:, -1])[:, None]) & positive
-    token = jnp.where(jnp.any(over, axis=1), jnp.argmax(over, axis=1), last).astype(jnp.int32)
-    return jnp.where(jnp.any(positive, axis=1), token, -1)
+    token = _pick_index(cum, probs, u * cum[:, -1])
+    return jnp.where(jnp.any(probs > 0, axis=1), token, -1)
 
 
 @functools.partial(jax.jit, static_argnames=("method", "depth", "has_q", "has_k", "has_p"))
@@ -184,8 +180,6 @@ def verify_tree(
         if isinstance(tree.parents, jax.core.Tracer):
             max_depth = n - 1
         else:
-            from xgr2.jax._tree import tree_depth
-
             depth = np.asarray(tree_depth(DraftTree(parents, tokens, valid)))
             max_depth = int(np.max(np.where(np.asarray(valid), depth, 0)))
     has_q = draft_probs is not None

@@ -1,6 +1,7 @@
 // Exceptions thrown by the engine. The bindings translate each into the Python
 // exception of the same name (xgr2/_errors.py).
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +57,15 @@ class InvalidTokenError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Throws InvalidTokenError unless 0 <= token < vocab_size; `where` starts the message
+// (e.g. "row 3: ").
+inline void CheckTokenId(int64_t token, int64_t vocab_size, const std::string& where = "") {
+  if (token < 0 || token >= vocab_size) {
+    throw InvalidTokenError(where + "token id " + std::to_string(token) + " is outside the vocabulary [0, " +
+                            std::to_string(vocab_size) + ")");
+  }
+}
 
 // A token or text the grammar does not allow at this state.
 class TokenRejectedError : public std::runtime_error {

@@ -32,7 +32,7 @@ class CompiledGrammar {
   int32_t NumCachedNodeMasks() const;
   int32_t NumAutomatonNodes() const;
   // Benchmark probe: makes every node's cross-grammar cache keys `repeats` times (see
-  // engine/token_mask_cache.h); returns the nodes keyed per repeat.
+  // engine/shared_by_reach.h); returns the nodes keyed per repeat.
   int64_t MakeLookupKeys(int32_t radius, int repeats) const;
   // Computes every node mask not computed yet (no-op without a mask cache).
   void PrecomputeAll(int num_threads = 0) const;
