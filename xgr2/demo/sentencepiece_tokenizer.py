@@ -31,7 +31,10 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    import xgr2
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, BYTE = 1, 2, 3, 4, 6  # SentencePiece piece types
 
@@ -133,9 +136,12 @@ class SentencePieceTokenizer:
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` (control tokens, BOS and EOS included, decode to nothing)."""
-        return self._sp.decode([int(i) for i in ids])
+        text: str = self._sp.decode([int(i) for i in ids])  # sentencepiece ships no type information
+        return text
 
-    def tokenizer_info(self, vocab_size: int | None = None, stop_token_ids: Sequence[int] | None = None):
+    def tokenizer_info(
+        self, vocab_size: int | None = None, stop_token_ids: Sequence[int] | None = None
+    ) -> xgr2.TokenizerInfo:
         """xgr2's view of the vocabulary: byte fallback, control and unknown pieces special."""
         import xgr2
 

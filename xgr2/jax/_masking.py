@@ -8,15 +8,17 @@ int32 word ``t // 32``; a set bit means the token is allowed. Bits for ids ``>= 
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 __all__ = ["apply_token_bitmask", "unpack_bitmask"]
 
 
-def _shape_dtype(x, name: str) -> tuple[tuple[int, ...], np.dtype]:
+def _shape_dtype(x: ArrayLike, name: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """Shape and dtype of ``x`` *before* any JAX conversion.
 
     Checked before ``jnp.asarray`` because, without x64, JAX silently narrows int64 to int32.
@@ -28,7 +30,7 @@ def _shape_dtype(x, name: str) -> tuple[tuple[int, ...], np.dtype]:
     return tuple(x.shape), np.dtype(x.dtype)
 
 
-def _check_bitmask(bitmask, vocab_size: int, what: str = "") -> tuple[int, ...]:
+def _check_bitmask(bitmask: ArrayLike, vocab_size: int, what: str = "") -> tuple[int, ...]:
     """Validates a packed bitmask; returns its shape."""
     shape, dtype = _shape_dtype(bitmask, "bitmask")
     if dtype != np.int32:
@@ -41,7 +43,7 @@ def _check_bitmask(bitmask, vocab_size: int, what: str = "") -> tuple[int, ...]:
     return shape
 
 
-def _check_logits_and_bitmask(logits, bitmask) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _check_logits_and_bitmask(logits: ArrayLike, bitmask: ArrayLike) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Validates ``logits [..., V]`` against ``bitmask int32 [..., W]``; returns both shapes.
 
     The bitmask's leading dims must broadcast to the logits' leading dims (so one ``[W]`` mask
@@ -70,7 +72,7 @@ def _check_logits_and_bitmask(logits, bitmask) -> tuple[tuple[int, ...], tuple[i
 def _unpack(bitmask: jax.Array, vocab_size: int) -> jax.Array:
     words = jax.lax.bitcast_convert_type(bitmask, jnp.uint32)[..., None]  # logical shifts
     shifts = jax.lax.broadcasted_iota(jnp.uint32, words.shape[:-1] + (32,), words.ndim - 1)
-    bits = (words >> shifts) & jnp.uint32(1)  # [..., W, 32]
+    bits: jax.Array = (words >> shifts) & jnp.uint32(1)  # [..., W, 32]
     flat = bits.reshape(bitmask.shape[:-1] + (bitmask.shape[-1] * 32,))
     return flat[..., :vocab_size].astype(jnp.bool_)
 
@@ -99,13 +101,17 @@ def unpack_bitmask(bitmask: jax.Array, vocab_size: int) -> jax.Array:
     if vocab_size < 0:
         raise ValueError(f"vocab_size must be >= 0, got {vocab_size}")
     _check_bitmask(bitmask, vocab_size, f", vocab_size {vocab_size}")
-    return _unpack(jnp.asarray(bitmask), vocab_size)
+    bits: jax.Array = _unpack(jnp.asarray(bitmask), vocab_size)
+    return bits
 
 
-def _fill_value(dtype) -> jax.Array:
+def _fill_value(dtype: DTypeLike) -> jax.Array:
     """-inf in ``dtype``, or its lowest finite value for formats without infinities."""
     inf = np.array(-np.inf, dtype)  # numpy knows bfloat16 / float8 through ml_dtypes
-    return jnp.asarray(inf if np.isinf(inf) else jnp.finfo(dtype).min, dtype)
+    if np.isinf(inf):
+        return jnp.asarray(inf, dtype)
+    # jnp.finfo is ml_dtypes.finfo, whose constructor carries no annotations.
+    return jnp.asarray(jnp.finfo(dtype).min, dtype)  # type: ignore[no-untyped-call]
 
 
 @jax.jit
@@ -139,4 +145,5 @@ def apply_token_bitmask(logits: jax.Array, bitmask: jax.Array | np.ndarray) -> j
       Array([[  1., -inf,   3.]], dtype=float32)
     """
     _check_logits_and_bitmask(logits, bitmask)
-    return _apply(jnp.asarray(logits), jnp.asarray(bitmask))
+    masked: jax.Array = _apply(jnp.asarray(logits), jnp.asarray(bitmask))
+    return masked

@@ -29,11 +29,12 @@ from __future__ import annotations
 
 import functools
 import operator
-from typing import Any
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 
@@ -47,6 +48,13 @@ _MAX_TOP_P_ROUNDS = 128
 # Smallest static bound for a per-row top-k array, so that decode steps with varying k share
 # one compilation.
 _MIN_K_BOUND = 64
+
+# ``allowed`` as a thunk: bool ``[B, nb, C]`` recomputed only where needed (see _masked_blocks).
+_AllowedFn = Callable[[], jax.Array]
+# Per-token weights of the chosen block: ``(values [B, 1, C], block [B]) -> [B, 1, C]``.
+_WeightFn = Callable[[jax.Array, jax.Array], jax.Array]
+# The top-p rejection loop's carry: (rounds, tokens [B], pivot logits [B], done [B]).
+_TopPState = tuple[jax.Array, jax.Array, jax.Array, jax.Array]
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -63,7 +71,9 @@ def _block_size(vocab: int) -> int:
 _LANE_BITS = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32)).view(np.int32)
 
 
-def _masked_blocks(logits, bitmask, constrained):
+def _masked_blocks(
+    logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None
+) -> tuple[jax.Array, _AllowedFn]:
     """float32 ``[B, nb, C]`` logits with disallowed / NaN / padding entries at ``-inf``.
 
     Also returns a function giving the bool ``allowed [B, nb, C]`` (padding False), which
@@ -76,7 +86,7 @@ def _masked_blocks(logits, bitmask, constrained):
     nb = -(-vocab // c)
     pad = ((0, 0), (0, nb * c - vocab))
 
-    def allowed_of():
+    def allowed_of() -> jax.Array:
         if vocab % 32 == 0:
             words = vocab // 32
             mask = jnp.broadcast_to(bitmask[..., :words], (batch, words))
@@ -88,7 +98,7 @@ def _masked_blocks(logits, bitmask, constrained):
             allowed = allowed | ~constrained[:, None]
         return allowed
 
-    def blocks(a, fill):
+    def blocks(a: jax.Array, fill: float | bool) -> jax.Array:
         return (jnp.pad(a, pad, constant_values=fill) if nb * c != vocab else a).reshape(batch, nb, c)
 
     x = logits.astype(_F32)
@@ -96,7 +106,7 @@ def _masked_blocks(logits, bitmask, constrained):
     return blocks(xm, _NEG_INF), lambda: blocks(allowed_of(), False)
 
 
-def _first_max(xb, allowed, block_max, row_max):
+def _first_max(xb: jax.Array, allowed: _AllowedFn, block_max: jax.Array, row_max: jax.Array) -> jax.Array:
     """Index of the first allowed token whose masked logit equals ``row_max``, else -1.
 
     No second pass over the row: the first block whose maximum is ``row_max`` is found on
@@ -111,27 +121,28 @@ def _first_max(xb, allowed, block_max, row_max):
     inner = jnp.argmax(values == row_max[:, None], axis=1).astype(jnp.int32)
     found = jnp.where(finite, block * c + inner, -1)
 
-    def first_allowed(_):
+    def first_allowed(_: None) -> jax.Array:
         flat = allowed().reshape(batch, nb * c)
         first = jnp.argmax(flat, axis=1).astype(jnp.int32)
         return jnp.where(finite, found, jnp.where(jnp.any(flat, axis=1), first, -1))
 
-    return jax.lax.cond(jnp.all(finite), lambda _: found, first_allowed, None)
+    tokens: jax.Array = jax.lax.cond(jnp.all(finite), lambda _: found, first_allowed, None)
+    return tokens
 
 
-def _order_key(x):
+def _order_key(x: jax.Array) -> jax.Array:
     """uint32 key with the order of float32 ``x`` (no NaN): ``a < b`` iff ``key(a) < key(b)``."""
     b = jax.lax.bitcast_convert_type(x, jnp.uint32)
     return jnp.where(b >> 31 == 1, ~b, b | jnp.uint32(0x80000000))
 
 
-def _from_order_key(k):
+def _from_order_key(k: jax.Array) -> jax.Array:
     """Inverse of :func:`_order_key`."""
     b = jnp.where(k >> 31 == 1, k & jnp.uint32(0x7FFFFFFF), ~k)
     return jax.lax.bitcast_convert_type(b, _F32)
 
 
-def _threshold_by_bisection(x, weights, target):
+def _threshold_by_bisection(x: jax.Array, weights: ArrayLike, target: jax.Array) -> jax.Array:
     """Largest value ``v`` among ``x`` with ``sum(weights[x >= v]) >= target``, per row.
 
     Exact: bisection on the 32-bit order key (32 passes of compare-and-add). ``x`` float32
@@ -142,12 +153,12 @@ def _threshold_by_bisection(x, weights, target):
     keys = _order_key(x)
     axes = tuple(range(1, x.ndim))
     shape = (-1,) + (1,) * (x.ndim - 1)
-    weights = jnp.broadcast_to(jnp.asarray(weights, _F32), x.shape)
+    w = jnp.broadcast_to(jnp.asarray(weights, _F32), x.shape)
 
-    def body(_, bounds):
+    def body(_: jax.Array, bounds: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         lo, hi = bounds
         mid = hi - (hi - lo) // jnp.uint32(2)
-        mass = jnp.sum(jnp.where(keys >= mid.reshape(shape), weights, _F32(0)), axis=axes)
+        mass = jnp.sum(jnp.where(keys >= mid.reshape(shape), w, _F32(0)), axis=axes)
         ok = mass >= target
         return jnp.where(ok, mid, lo), jnp.where(ok, hi, mid - jnp.uint32(1))
 
@@ -158,7 +169,7 @@ def _threshold_by_bisection(x, weights, target):
     return _from_order_key(lo)
 
 
-def _kth_largest_blocks(xb, block_max, top_k, bound: int):
+def _kth_largest_blocks(xb: jax.Array, block_max: jax.Array, top_k: jax.Array, bound: int) -> jax.Array:
     """The ``top_k``-th largest value per row (``-inf`` where fewer tokens), for ``top_k <= bound``.
 
     Exact without a full sort: let ``mu`` be the ``bound``-th largest block maximum. The
@@ -178,7 +189,7 @@ def _kth_largest_blocks(xb, block_max, top_k, bound: int):
     return jnp.take_along_axis(values, k[:, None], axis=1)[:, 0]
 
 
-def _scaled(xb, row_max, inv_temp):
+def _scaled(xb: jax.Array, row_max: jax.Array, inv_temp: jax.Array) -> jax.Array:
     """``(x - M) / T`` as float32, with the limits: a ``+inf`` maximum keeps only the ``+inf``
     tokens (at 0), a ``-inf`` maximum (no finite allowed logit) keeps nothing."""
     m = row_max[:, None, None]
@@ -187,7 +198,7 @@ def _scaled(xb, row_max, inv_temp):
     return jnp.where(m == _NEG_INF, _F32(_NEG_INF), z)
 
 
-def _draw(u, block_mass, xb, weight_of):
+def _draw(u: jax.Array, block_mass: jax.Array, xb: jax.Array, weight_of: _WeightFn) -> jax.Array:
     """Inverse-CDF draw: one uniform ``u [B]`` picks a block, then a token inside it.
 
     ``block_mass [B, nb]`` are the block sums of ``weight_of(xb)``; ``weight_of`` is
@@ -205,7 +216,7 @@ def _draw(u, block_mass, xb, weight_of):
     return block * c + inner
 
 
-def _pick_index(cum, weight, target):
+def _pick_index(cum: jax.Array, weight: jax.Array, target: jax.Array) -> jax.Array:
     """Per row, the first index whose cumulative weight ``cum`` exceeds ``target`` among
     positive weights; past the last positive weight (rounding), that last one."""
     n = weight.shape[1]
@@ -218,22 +229,34 @@ def _pick_index(cum, weight, target):
 # ----------------------------------------------------------------------------- kernel
 
 
-def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_bound):
+def _sample_blocks(
+    key: jax.Array,
+    xb: jax.Array,
+    allowed: _AllowedFn,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    *,
+    k_bound: int | None,
+) -> jax.Array:
     """Tokens ``int32 [B]`` for masked blocks ``xb [B, nb, C]``; see the module docstring."""
     batch, nb, c = xb.shape
     block_max = jnp.max(xb, axis=2)
     # The barrier keeps XLA from fusing the reduction with its [B, V] broadcast (which the
     # CPU backend would then materialise).
-    row_max = jax.lax.optimization_barrier(jnp.max(block_max, axis=1))
+    row_max: jax.Array = jax.lax.optimization_barrier(  # type: ignore[no-untyped-call]  # unannotated in jax
+        jnp.max(block_max, axis=1)
+    )
     sampling = temperature > 0
 
-    def greedy_tokens(_):
+    def greedy_tokens(_: None) -> jax.Array:
         return _first_max(xb, allowed, block_max, row_max)
 
     any_greedy = jnp.any(~sampling)
     greedy = jax.lax.cond(any_greedy, greedy_tokens, lambda _: jnp.full((batch,), -1, jnp.int32), None)
 
-    def sampled_tokens(_):
+    def sampled_tokens(_: None) -> jax.Array:
         inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
         tau = jnp.full((batch,), _NEG_INF, _F32)
         if top_k is not None:
@@ -248,7 +271,7 @@ def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_boun
         if min_p is not None:
             log_min_p = jnp.where(min_p > 0, jnp.log(jnp.minimum(min_p, _F32(1))), _F32(_NEG_INF))
 
-        def weight_of(values, block=None, low=None):
+        def weight_of(values: jax.Array, block: jax.Array | None = None, low: jax.Array | None = None) -> jax.Array:
             z = _scaled(values, row_max, inv_temp)
             keep = (values >= tau[:, None, None]) & (z >= log_min_p[:, None, None])
             if low is not None:
@@ -268,11 +291,11 @@ def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_boun
                 top_k_mass = jnp.sum(jnp.where(xb >= tau[:, None, None], jnp.exp(z), _F32(0)), axis=(1, 2))
             goal = jnp.maximum(top_p, _F32(1e-30)) * top_k_mass
 
-            def cond(state):
+            def cond(state: _TopPState) -> jax.Array:
                 rounds, _, _, done = state
                 return (rounds < _MAX_TOP_P_ROUNDS) & ~jnp.all(done)
 
-            def body(state):
+            def body(state: _TopPState) -> _TopPState:
                 rounds, tok, low, done = state
                 above = jnp.where(xb > low[:, None, None], weights, _F32(0))
                 above_mass = jnp.sum(above, axis=2)
@@ -300,7 +323,19 @@ def _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, *, k_boun
 
 
 @functools.partial(jax.jit, static_argnames=("k_bound", "has_k"))
-def _sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained, *, k_bound, has_k):
+def _sample(
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    *,
+    k_bound: int | None,
+    has_k: bool,
+) -> jax.Array:
     xb, allowed = _masked_blocks(logits, bitmask, constrained)
     return _sample_blocks(
         key, xb, allowed, temperature, top_k if has_k else None, top_p, min_p, k_bound=k_bound
@@ -308,7 +343,7 @@ def _sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained,
 
 
 @jax.jit
-def _greedy(logits, bitmask, constrained):
+def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
     xb, allowed = _masked_blocks(logits, bitmask, constrained)
     block_max = jnp.max(xb, axis=2)
     return _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1))
@@ -317,7 +352,14 @@ def _greedy(logits, bitmask, constrained):
 # ----------------------------------------------------------------------------- explicit probs
 
 
-def _truncated_probs(x, allowed, temperature, top_k, top_p, min_p):
+def _truncated_probs(
+    x: jax.Array,
+    allowed: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+) -> jax.Array:
     """Explicit masked/tempered/truncated probabilities ``float32 [R, V]`` (rows sum to 1).
 
     ``x`` float ``[R, V]``, ``allowed`` bool ``[R, V]``; parameters ``[R]`` arrays or None
@@ -357,15 +399,15 @@ def _truncated_probs(x, allowed, temperature, top_k, top_p, min_p):
 # ----------------------------------------------------------------------------- public API
 
 
-def _per_row(value, batch: int, name: str, dtype=jnp.float32) -> jax.Array:
+def _per_row(value: ArrayLike, batch: int, name: str, dtype: DTypeLike = jnp.float32) -> jax.Array:
     """A python number or array of shape ``[]``/``[B]`` as ``dtype [B]``."""
-    value = jnp.asarray(value, dtype=dtype)
-    if value.shape not in ((), (batch,)):
-        raise ValueError(f"{name} must be a scalar or have shape ({batch},), got {value.shape}")
-    return jnp.broadcast_to(value, (batch,))
+    array = jnp.asarray(value, dtype=dtype)
+    if array.shape not in ((), (batch,)):
+        raise ValueError(f"{name} must be a scalar or have shape ({batch},), got {array.shape}")
+    return jnp.broadcast_to(array, (batch,))
 
 
-def _top_k_args(top_k: Any, batch: int) -> tuple[jax.Array | None, int | None, bool]:
+def _top_k_args(top_k: ArrayLike | None, batch: int) -> tuple[jax.Array | None, int | None, bool]:
     """``(top_k int32 [B] or None, static bound or None, has_k)``.
 
     A python int is its own bound. A concrete array gets its maximum rounded up to a power
@@ -386,21 +428,24 @@ def _top_k_args(top_k: Any, batch: int) -> tuple[jax.Array | None, int | None, b
     return array, 1 << (bound - 1).bit_length(), True
 
 
-def _prepare(logits, bitmask, name: str = "logits"):
+def _prepare(logits: ArrayLike, bitmask: ArrayLike) -> tuple[jax.Array, jax.Array, bool]:
+    """``(logits [B, V], bitmask, single)``: validated, as JAX arrays, a ``[V]`` row lifted
+    to ``[1, V]`` (``single`` says so)."""
     lshape, mshape = _check_logits_and_bitmask(logits, bitmask)
     if len(lshape) > 2 or len(mshape) > 2:
         raise ValueError(
             f"expected logits [B, V] or [V] and bitmask [B, W] or [W], "
             f"got logits shape {lshape} and bitmask shape {mshape}"
         )
-    logits, bitmask = jnp.asarray(logits), jnp.asarray(bitmask)
-    single = logits.ndim == 1
+    rows, mask = jnp.asarray(logits), jnp.asarray(bitmask)
+    single = rows.ndim == 1
     if single:
-        logits = logits[None]
-    return logits, bitmask, single
+        rows = rows[None]
+    return rows, mask, single
 
 
-def _constrained(constrained, batch: int):
+def _constrained(constrained: ArrayLike | None, batch: int) -> jax.Array | None:
+    """The per-row ``constrained`` flags as bool ``[B]``, or None (every row constrained)."""
     if constrained is None:
         return None
     return _per_row(constrained, batch, "constrained", jnp.bool_)
@@ -468,7 +513,7 @@ def sample(
     top_p = None if top_p is None else _per_row(top_p, batch, "top_p")
     min_p = None if min_p is None else _per_row(min_p, batch, "min_p")
     constrained = _constrained(constrained, batch)
-    tokens = _sample(
+    tokens: jax.Array = _sample(
         key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound, has_k=has_k
     )
     return tokens[0] if single else tokens
@@ -496,5 +541,5 @@ def greedy(
       Array([2], dtype=int32)
     """
     logits, bitmask, single = _prepare(logits, bitmask)
-    tokens = _greedy(logits, bitmask, _constrained(constrained, logits.shape[0]))
+    tokens: jax.Array = _greedy(logits, bitmask, _constrained(constrained, logits.shape[0]))
     return tokens[0] if single else tokens

@@ -11,6 +11,7 @@ from typing import NamedTuple, Sequence
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["DraftTree", "ancestor_mask", "tree_depth"]
 
@@ -38,7 +39,9 @@ class DraftTree(NamedTuple):
     # ------------------------------------------------------------------ converters (host)
 
     @staticmethod
-    def from_parents(parents, tokens=None, valid=None) -> "DraftTree":
+    def from_parents(
+        parents: npt.ArrayLike, tokens: npt.ArrayLike | None = None, valid: npt.ArrayLike | None = None
+    ) -> "DraftTree":
         """From EAGLE-style parent lists: ``parents [B, N]`` (or ``[N]``), ``-1`` for the root.
 
         Args:
@@ -50,26 +53,26 @@ class DraftTree(NamedTuple):
         Raises:
           ValueError: if a parent does not precede its child.
         """
-        parents = np.atleast_2d(np.asarray(parents, np.int64))
-        batch, n = parents.shape
-        tokens = np.zeros((batch, n), np.int32) if tokens is None else np.asarray(tokens)
-        tokens = np.broadcast_to(np.atleast_2d(tokens), (batch, n))
+        par = np.atleast_2d(np.asarray(parents, np.int64))
+        batch, n = par.shape
+        tok = np.zeros((batch, n), np.int32) if tokens is None else np.asarray(tokens)
+        tok = np.broadcast_to(np.atleast_2d(tok), (batch, n))
         order = np.arange(n)
-        if (parents >= order).any():
+        if (par >= order).any():
             raise ValueError("draft tree nodes must be topologically ordered (parents[i] < i)")
         ok = np.ones((batch, n), bool) if valid is None else np.broadcast_to(np.asarray(valid, bool), (batch, n)).copy()
-        ok[:, 1:] &= parents[:, 1:] >= 0
+        ok[:, 1:] &= par[:, 1:] >= 0
         for i in range(1, n):
-            p = np.maximum(parents[:, i], 0)
+            p = np.maximum(par[:, i], 0)
             ok[:, i] &= ok[np.arange(batch), p]
         return DraftTree(
-            jnp.asarray(np.where(order == 0, -1, parents), jnp.int32),
-            jnp.asarray(tokens, jnp.int32),
+            jnp.asarray(np.where(order == 0, -1, par), jnp.int32),
+            jnp.asarray(tok, jnp.int32),
             jnp.asarray(ok),
         )
 
     @staticmethod
-    def from_paths(paths: Sequence[Sequence[int]], tokens=None) -> "DraftTree":
+    def from_paths(paths: Sequence[Sequence[int]], tokens: npt.ArrayLike | None = None) -> "DraftTree":
         """From Medusa / vLLM tree choices: each path lists child ranks from the root.
 
         Nodes are numbered root first, then the paths sorted by (length, path); the parent of
@@ -88,7 +91,9 @@ class DraftTree(NamedTuple):
         return DraftTree.from_parents(np.asarray(parents), tokens)
 
     @staticmethod
-    def from_next_token_sibling(next_token, next_sibling, tokens=None) -> "DraftTree":
+    def from_next_token_sibling(
+        next_token: npt.ArrayLike, next_sibling: npt.ArrayLike, tokens: npt.ArrayLike | None = None
+    ) -> "DraftTree":
         """From SGLang / XGrammar ``retrive_next_token`` / ``retrive_next_sibling`` arrays.
 
         ``next_token[b, i]`` is the first child of ``i`` and ``next_sibling[b, i]`` its next
@@ -160,11 +165,12 @@ def tree_depth(tree: DraftTree) -> jax.Array:
     parents = jnp.asarray(tree.parents)
     n = parents.shape[1]
 
-    def body(i, depth):
+    def body(i: jax.Array, depth: jax.Array) -> jax.Array:
         d = jnp.take_along_axis(depth, jnp.maximum(parents[:, i], 0)[:, None], axis=1)[:, 0] + 1
         return depth.at[:, i].set(jnp.where(parents[:, i] >= 0, d, 0))
 
-    return jax.lax.fori_loop(1, n, body, jnp.zeros(parents.shape, jnp.int32))
+    depth: jax.Array = jax.lax.fori_loop(1, n, body, jnp.zeros(parents.shape, jnp.int32))
+    return depth
 
 
 def ancestor_mask(tree: DraftTree) -> jax.Array:
@@ -179,10 +185,11 @@ def ancestor_mask(tree: DraftTree) -> jax.Array:
     batch, n = parents.shape
     eye = jnp.broadcast_to(jnp.eye(n, dtype=jnp.bool_), (batch, n, n))
 
-    def body(i, mask):
+    def body(i: jax.Array, mask: jax.Array) -> jax.Array:
         p = jnp.maximum(parents[:, i], 0)
         inherited = jnp.take_along_axis(mask, p[:, None, None], axis=1)[:, 0]
         row = eye[:, i] | (inherited & (parents[:, i] >= 0)[:, None])
         return mask.at[:, i].set(row)
 
-    return jax.lax.fori_loop(1, n, body, eye)
+    mask: jax.Array = jax.lax.fori_loop(1, n, body, eye)
+    return mask

@@ -34,22 +34,29 @@ class VerifyResult(NamedTuple):
     bonus_token: jax.Array
 
 
-def _pick(a, index):
+# The fori_loop carries: (node, accepted length, accepted path, done) for greedy, and
+# (node, last child tried, accepted length, accepted path, residual probs, done) for speculative.
+_GreedyState = tuple[jax.Array, jax.Array, jax.Array, jax.Array]
+_SpeculativeState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
+
+
+def _pick(a: jax.Array, index: jax.Array) -> jax.Array:
     """``a[b, index[b]]`` for ``a [B, N, ...]``."""
     index = index.reshape(index.shape + (1,) * (a.ndim - 1))
     return jnp.take_along_axis(a, index, axis=1)[:, 0]
 
 
-def _draw_explicit(u, probs):
+def _draw_explicit(u: jax.Array, probs: jax.Array) -> jax.Array:
     """One token per row from explicit probabilities ``[B, V]`` by inverse CDF; -1 if all 0."""
     cum = jnp.cumsum(probs, axis=1)
     token = _pick_index(cum, probs, u * cum[:, -1])
     return jnp.where(jnp.any(probs > 0, axis=1), token, -1)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "depth", "has_q", "has_k", "has_p"))
-def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperature, top_k, top_p,
-            *, method, depth, has_q, has_k, has_p):
+@functools.partial(jax.jit, static_argnames=("method", "depth", "has_k", "has_p"))
+def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.Array, tokens: jax.Array,
+            valid: jax.Array, draft_probs: jax.Array | None, temperature: jax.Array, top_k: jax.Array | None,
+            top_p: jax.Array | None, *, method: str, depth: int, has_k: bool, has_p: bool) -> VerifyResult:
     batch, n, vocab = logits.shape
     node = jax.lax.broadcasted_iota(jnp.int32, (batch, n), 1)
     rows = logits.reshape(batch * n, vocab)
@@ -60,7 +67,7 @@ def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperatu
     if method == "greedy":
         best = _greedy(rows, masks, None).reshape(batch, n)
 
-        def step(_, state):
+        def step(_: jax.Array, state: _GreedyState) -> _GreedyState:
             cur, length, path, done = state
             match = (parents == cur[:, None]) & valid & (tokens == _pick(best, cur)[:, None]) & (node > 0)
             take = jnp.any(match, axis=1) & ~done
@@ -72,20 +79,23 @@ def _verify(key, logits, bitmask, parents, tokens, valid, draft_probs, temperatu
         cur, length, path, _ = jax.lax.fori_loop(0, depth - 1, step, (zero, zero, path0, zero > 0))
         return VerifyResult(length, cur, path, _pick(best, cur))
 
-    repeat = lambda v: None if v is None else jnp.repeat(v, n)  # noqa: E731
+    def repeat(v: jax.Array | None) -> jax.Array | None:
+        return None if v is None else jnp.repeat(v, n)
+
     allowed = _unpack(masks, vocab)
     probs = _truncated_probs(
-        rows, allowed, repeat(temperature), repeat(top_k) if has_k else None,
+        rows, allowed, jnp.repeat(temperature, n), repeat(top_k) if has_k else None,
         repeat(top_p) if has_p else None, None,
     ).reshape(batch, n, vocab)
 
-    def speculative_step(i, state):
+    def speculative_step(i: jax.Array, state: _SpeculativeState) -> _SpeculativeState:
         cur, tried, length, path, resid, done = state
         cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
         has = jnp.any(cand, axis=1)
         child = jnp.argmax(cand, axis=1).astype(jnp.int32)
         token = _pick(tokens, child)
-        q_row = _pick(draft_probs, cur) if has_q else jax.nn.one_hot(token, vocab, dtype=_F32)
+        # Without draft probabilities (None: a distinct compilation) the draft is one-hot.
+        q_row = jax.nn.one_hot(token, vocab, dtype=_F32) if draft_probs is None else _pick(draft_probs, cur)
         p_t = jnp.take_along_axis(resid, token[:, None], 1)[:, 0]
         q_t = jnp.take_along_axis(q_row, token[:, None], 1)[:, 0]
         u = jax.random.uniform(jax.random.fold_in(key, i), (batch,), _F32)
@@ -182,13 +192,13 @@ def verify_tree(
         else:
             depth = np.asarray(tree_depth(DraftTree(parents, tokens, valid)))
             max_depth = int(np.max(np.where(np.asarray(valid), depth, 0)))
-    has_q = draft_probs is not None
-    q = jnp.asarray(draft_probs, _F32) if has_q else None
+    q = None if draft_probs is None else jnp.asarray(draft_probs, _F32)
     temperature = _per_row(temperature, batch, "temperature")
     k = None if top_k is None else _per_row(top_k, batch, "top_k", jnp.int32)
     p = None if top_p is None else _per_row(top_p, batch, "top_p")
-    return _verify(
+    result: VerifyResult = _verify(
         key, logits, jnp.asarray(tree_bitmask), parents.astype(jnp.int32), tokens.astype(jnp.int32),
         valid.astype(jnp.bool_), q, temperature, k, p,
-        method=method, depth=max_depth + 1, has_q=has_q, has_k=k is not None, has_p=p is not None,
+        method=method, depth=max_depth + 1, has_k=k is not None, has_p=p is not None,
     )
+    return result
