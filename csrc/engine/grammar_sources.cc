@@ -1,6 +1,6 @@
 #include "engine/grammar_sources.h"
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "frontends/regex.h"
 #include "frontends/structural_tag.h"
 #include "xgr2/errors.h"

@@ -11,7 +11,7 @@
 #include <set>
 #include <stdexcept>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "frontends/json_formats.h"
 #include "frontends/json_text.h"
 #include "frontends/number_range.h"

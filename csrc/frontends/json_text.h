@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "support/json.h"
 
 namespace xgr2 {

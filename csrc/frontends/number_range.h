@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 
 namespace xgr2 {
 

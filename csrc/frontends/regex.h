@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "xgr2/grammar.h"
 
 namespace xgr2 {

@@ -4,7 +4,7 @@
 #include <map>
 #include <stdexcept>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
 #include "frontends/regex.h"
 #include "grammar/repetition.h"

@@ -3,7 +3,7 @@
 #include <map>
 #include <vector>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 
 namespace xgr2 {
 namespace {

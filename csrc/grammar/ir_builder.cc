@@ -1,4 +1,4 @@
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 
 #include <algorithm>
 

@@ -9,7 +9,7 @@
 #include <cctype>
 #include <unordered_map>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "frontends/regex.h"
 #include "grammar/repetition.h"
 #include "grammar/tag_dispatch.h"
