@@ -612,13 +612,13 @@ class SchemaCompiler {
       JsonValue rest = WithoutKey(s, k);
       bool has_rest = false;
       for (auto& m : rest.members) has_rest = has_rest || !kAnnotations.count(m.first);
-      if (std::string(k) == "oneOf" && !BranchesDisjoint(branches->items)) {
-        Unsupported("oneOf whose branches may overlap (a value valid under two branches is invalid)", ptr + "/oneOf");
-      }
+      // oneOf: each branch without the values of the branches it may overlap.
+      std::vector<const JsonValue*> exclusive;
+      if (std::string(k) == "oneOf") exclusive = ExclusiveBranches(branches->items, ptr + "/oneOf");
       std::vector<int32_t> alts;
       for (size_t i = 0; i < branches->items.size(); ++i) {
         std::string bp = ptr + "/" + k + "/" + std::to_string(i);
-        const JsonValue* br = &branches->items[i];
+        const JsonValue* br = exclusive.empty() ? &branches->items[i] : exclusive[i];
         if (has_rest) br = Keep(AllOf(rest, *br));
         alts.push_back(Schema(*br, bp, depth));
       }
@@ -659,6 +659,37 @@ class SchemaCompiler {
         Unsupported("`" + k + "` is not supported", ptr + "/" + JsonPointerToken(k));
       }
     }
+  }
+
+  // ---------------------------------------------------------------- oneOf
+  // A value is valid under oneOf [b1..bn] iff it matches exactly one branch: branch i
+  // becomes allOf(bi, not bj) for each j whose values may overlap bi's (pairs that
+  // `Disjoint` proves apart need no negation, so disjoint oneOfs stay plain choices).
+  // A `not bj` this front end cannot write is refused; under warn / ignore it is left
+  // out (wider). allOf merging of the negations honours kMaxBranches.
+  std::vector<const JsonValue*> ExclusiveBranches(const std::vector<JsonValue>& branches, const std::string& ptr) {
+    std::vector<const JsonValue*> flat, out;
+    for (const JsonValue& br : branches) flat.push_back(Flatten(&br, "", 0));
+    std::vector<std::optional<JsonValue>> negated(branches.size());
+    std::vector<bool> tried(branches.size(), false);
+    for (size_t i = 0; i < branches.size(); ++i) {
+      JsonValue parts = Arr({branches[i]});
+      for (size_t j = 0; j < branches.size(); ++j) {
+        if (j == i || Disjoint(*flat[i], *flat[j])) continue;
+        if (!tried[j]) {
+          tried[j] = true;
+          negated[j] = Negation(branches[j], ptr + "/" + std::to_string(j), 0);
+          if (!negated[j]) {
+            Unsupported("oneOf whose branches may overlap (a value valid under two branches is invalid) and whose "
+                        "branch " + std::to_string(j) + " this front end cannot negate",
+                        ptr + "/" + std::to_string(j));
+          }
+        }
+        if (negated[j]) parts.items.push_back(*negated[j]);
+      }
+      out.push_back(parts.items.size() == 1 ? &branches[i] : Keep(Obj({{"allOf", std::move(parts)}})));
+    }
+    return out;
   }
 
   // Whether no JSON value is valid under two of the branches (a sufficient check).
