@@ -536,7 +536,23 @@ class SchemaCompiler {
         } else if (!(neg->IsBool() && !neg->boolean)) {
           branches.push_back(of_type("array", {{"contains", *neg}}));
         }
-      } else if (k == "anyOf" || (k == "oneOf" && v.IsArray() && BranchesDisjoint(v.items))) {
+      } else if (k == "oneOf" && v.IsArray() && !BranchesDisjoint(v.items)) {
+        // Not exactly one branch: none, or two that may overlap.
+        std::vector<const JsonValue*> flat;
+        for (const JsonValue& br : v.items) flat.push_back(Flatten(&br, "", 0));
+        JsonValue none = Arr({});
+        for (const JsonValue& br : v.items) {
+          std::optional<JsonValue> neg = Negation(br, ptr, depth + 1);
+          if (!neg) return std::nullopt;
+          none.items.push_back(*neg);
+        }
+        branches.push_back(Obj({{"allOf", none}}));
+        for (size_t i = 0; i < v.items.size(); ++i) {
+          for (size_t j = i + 1; j < v.items.size(); ++j) {
+            if (!Disjoint(*flat[i], *flat[j])) branches.push_back(AllOf(v.items[i], v.items[j]));
+          }
+        }
+      } else if (k == "anyOf" || k == "oneOf") {
         if (!v.IsArray()) return std::nullopt;
         JsonValue all = Arr({});
         for (const JsonValue& br : v.items) {
