@@ -770,6 +770,20 @@ class SchemaCompiler {
       }
       out.push_back(parts.items.size() == 1 ? &branches[i] : Keep(Obj({{"allOf", std::move(parts)}})));
     }
+    // Each `not bj` adds a branch per keyword of bj, and each copies branch i: past
+    // kMaxBranches in all, the grammar grows too large (a copy of a large object per branch).
+    size_t total = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const JsonValue* f = out[i] == &branches[i] ? flat[i] : Flatten(out[i], ptr + "/" + std::to_string(i), 0);
+      const JsonValue* alts = f->IsObject() ? f->Find("anyOf") : nullptr;
+      total += alts && alts->IsArray() ? alts->items.size() : 1;
+    }
+    if (total > kMaxBranches) {
+      Unsupported("oneOf whose branches may overlap, with more than " + std::to_string(kMaxBranches) +
+                      " branches once each excludes the others",
+                  ptr);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = &branches[i];
+    }
     return out;
   }
 
