@@ -22,7 +22,7 @@ import xgr2
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
 
-NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, disjoint oneOf, nested not; refused for pattern, format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
+NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not; refused for pattern, format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
 
 # keyword, status, a schema that uses it, note
 KEYWORDS = [
@@ -66,7 +66,9 @@ KEYWORDS = [
     ("multipleOf", "exact", {"type": "number", "multipleOf": 0.25}, "refused above 4000 automaton states"),
     ("anyOf", "exact", {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "keywords beside it apply to every branch"),
     ("oneOf", "exact", {"oneOf": [{"type": "string"}, {"type": "integer"}]},
-     "when the branches are provably disjoint (types, constants, a required discriminator); refused otherwise"),
+     "branches that may overlap as anyOf [bi and not bj for each bj it may overlap]; provably disjoint pairs "
+     "(types, constants, a required discriminator) need no `not`; `not bj` as for `not`, and `additionalProperties: "
+     "false` negated within the names the other branch generates; refused where a `not bj` cannot be written"),
     ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged; refused when two values cannot merge"),
     ("not", "exact", {"not": {"type": "object", "required": ["a"]}}, NEGATION_NOTE),
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},

@@ -444,7 +444,24 @@ class SchemaCompiler {
         Unsupported("allOf with two different `" + k + "` values", ptr);
       }
     }
+    ConstrainAdditional(a, &out);
+    ConstrainAdditional(b, &out);
     return out;
+  }
+
+  // A name that one side of a merge declares is an additional property of the other
+  // side: its value must also meet that side's additionalProperties (`false`: absent).
+  static void ConstrainAdditional(const JsonValue& side, JsonValue* merged) {
+    const JsonValue* addl = side.Find("additionalProperties");
+    if (!addl || (addl->IsBool() && addl->boolean) || side.Find("patternProperties")) return;
+    const JsonValue* own = side.Find("properties");
+    for (auto& [k, props] : merged->members) {
+      if (k != "properties" || !props.IsObject()) continue;
+      for (auto& [name, sub] : props.members) {
+        if (own && own->IsObject() && own->Find(name)) continue;
+        sub = addl->IsBool() ? BoolSchema(false) : AllOf(sub, *addl);
+      }
+    }
   }
 
   static JsonValue AllOf(const JsonValue& x, const JsonValue& y) { return Obj({{"allOf", Arr({x, y})}}); }
@@ -474,7 +491,10 @@ class SchemaCompiler {
 
   // A schema for exactly the values `s` rejects, or nullopt when this front end cannot
   // write one. A value fails `s` iff it fails one of its keywords: a branch per keyword.
-  std::optional<JsonValue> Negation(const JsonValue& s0, const std::string& ptr, int depth) {
+  // `within`, when given, is a flattened schema that the values in question are known to
+  // meet (the other branch of a oneOf): it lets `additionalProperties: false` be negated.
+  std::optional<JsonValue> Negation(const JsonValue& s0, const std::string& ptr, int depth,
+                                    const JsonValue* within = nullptr) {
     if (depth > kMaxMergeDepth) return std::nullopt;
     const JsonValue* flat = s0.IsObject() ? Flatten(&s0, ptr, depth + 1) : &s0;
     if (flat->IsBool()) return BoolSchema(!flat->boolean);
@@ -517,7 +537,12 @@ class SchemaCompiler {
       } else if (k == "properties") {
         if (!v.IsObject()) return std::nullopt;
         for (const auto& [name, sub] : v.members) {
-          std::optional<JsonValue> neg = Negation(sub, ptr + "/properties/" + JsonPointerToken(name), depth + 1);
+          // The value of `name` in an object that `within` allows meets its schema there.
+          const JsonValue* wp = within ? within->Find("properties") : nullptr;
+          const JsonValue* sub_within = wp && wp->IsObject() ? wp->Find(name) : nullptr;
+          if (sub_within) sub_within = Flatten(sub_within, ptr, depth + 1);
+          std::optional<JsonValue> neg = Negation(sub, ptr + "/properties/" + JsonPointerToken(name), depth + 1,
+                                                  sub_within && sub_within->IsObject() ? sub_within : nullptr);
           if (!neg) return std::nullopt;
           if (neg->IsBool() && !neg->boolean) continue;
           branches.push_back(of_type("object", {{"required", Arr({Str(name)})}, {"properties", Obj({{name, *neg}})}}));
@@ -529,14 +554,35 @@ class SchemaCompiler {
         if (k == "contains" && (s.Find("minContains") || s.Find("maxContains"))) return std::nullopt;
         if (k == "items" && (!v.IsObject() && !v.IsBool())) return std::nullopt;  // draft 4 tuple form
         if (k == "items" && s.Find("prefixItems")) return std::nullopt;
-        std::optional<JsonValue> neg = Negation(v, ptr + "/" + k, depth + 1);
+        // Items of an array that `within` allows meet its `items` schema.
+        const JsonValue* item_within =
+            within && k == "items" && !within->Find("prefixItems") ? within->Find("items") : nullptr;
+        if (item_within && item_within->IsObject()) item_within = Flatten(item_within, ptr, depth + 1);
+        std::optional<JsonValue> neg = Negation(v, ptr + "/" + k, depth + 1,
+                                                item_within && item_within->IsObject() ? item_within : nullptr);
         if (!neg) return std::nullopt;
         if (k == "contains") {
           branches.push_back(of_type("array", {{"items", *neg}}));
         } else if (!(neg->IsBool() && !neg->boolean)) {
           branches.push_back(of_type("array", {{"contains", *neg}}));
         }
-      } else if (k == "anyOf" || (k == "oneOf" && v.IsArray() && BranchesDisjoint(v.items))) {
+      } else if (k == "oneOf" && v.IsArray() && !BranchesDisjoint(v.items)) {
+        // Not exactly one branch: none, or two that may overlap.
+        std::vector<const JsonValue*> flat;
+        for (const JsonValue& br : v.items) flat.push_back(Flatten(&br, "", 0));
+        JsonValue none = Arr({});
+        for (const JsonValue& br : v.items) {
+          std::optional<JsonValue> neg = Negation(br, ptr, depth + 1);
+          if (!neg) return std::nullopt;
+          none.items.push_back(*neg);
+        }
+        branches.push_back(Obj({{"allOf", none}}));
+        for (size_t i = 0; i < v.items.size(); ++i) {
+          for (size_t j = i + 1; j < v.items.size(); ++j) {
+            if (!Disjoint(*flat[i], *flat[j])) branches.push_back(AllOf(v.items[i], v.items[j]));
+          }
+        }
+      } else if (k == "anyOf" || k == "oneOf") {
         if (!v.IsArray()) return std::nullopt;
         JsonValue all = Arr({});
         for (const JsonValue& br : v.items) {
@@ -545,6 +591,15 @@ class SchemaCompiler {
           all.items.push_back(*neg);
         }
         branches.push_back(Obj({{"allOf", all}}));
+      } else if (k == "additionalProperties" && v.IsBool() && within && !s.Find("patternProperties")) {
+        // A property outside `properties`: among the objects `within` generates, one of
+        // its names that this schema does not declare.
+        std::optional<std::set<std::string>> names = GeneratedNames(*within);
+        const JsonValue* props = s.Find("properties");
+        if (!names || (props && !props->IsObject())) return std::nullopt;
+        for (const std::string& name : *names) {
+          if (!props || !props->Find(name)) branches.push_back(of_type("object", {{"required", Arr({Str(name)})}}));
+        }
       } else if (flipped_bounds.count(k)) {
         if (!v.IsNumber()) return std::nullopt;  // draft 4's boolean exclusiveMinimum
         auto [type, bound] = flipped_bounds.at(k);
@@ -566,6 +621,28 @@ class SchemaCompiler {
     if (branches.empty()) return BoolSchema(false);
     if (branches.size() == 1) return branches[0];
     return Obj({{"anyOf", Arr(std::move(branches))}});
+  }
+
+  // The property names the grammar of `s` can write, when finite: those it declares or
+  // requires, when it allows no others (additionalProperties false, or strict with
+  // declared properties); nullopt otherwise. Under strict the grammar is narrower than
+  // the schema, so this is exact for what it generates, not for the schema.
+  std::optional<std::set<std::string>> GeneratedNames(const JsonValue& s) const {
+    if (!s.IsObject() || s.Find("patternProperties") || s.Find("propertyNames")) return std::nullopt;
+    const JsonValue* addl = s.Find("additionalProperties");
+    const JsonValue* props = s.Find("properties");
+    bool closed = addl ? addl->IsBool() && !addl->boolean : opt_.strict && props;
+    if (!closed || (props && !props->IsObject())) return std::nullopt;
+    std::set<std::string> names;
+    if (props) {
+      for (const auto& m : props->members) names.insert(m.first);
+    }
+    if (const JsonValue* req = s.Find("required"); req && req->IsArray()) {
+      for (const JsonValue& r : req->items) {
+        if (r.IsString()) names.insert(r.text);
+      }
+    }
+    return names;
   }
 
   // ---------------------------------------------------------------- schemas
@@ -612,13 +689,13 @@ class SchemaCompiler {
       JsonValue rest = WithoutKey(s, k);
       bool has_rest = false;
       for (auto& m : rest.members) has_rest = has_rest || !kAnnotations.count(m.first);
-      if (std::string(k) == "oneOf" && !BranchesDisjoint(branches->items)) {
-        Unsupported("oneOf whose branches may overlap (a value valid under two branches is invalid)", ptr + "/oneOf");
-      }
+      // oneOf: each branch without the values of the branches it may overlap.
+      std::vector<const JsonValue*> exclusive;
+      if (std::string(k) == "oneOf") exclusive = ExclusiveBranches(branches->items, has_rest ? &rest : nullptr, ptr + "/oneOf");
       std::vector<int32_t> alts;
       for (size_t i = 0; i < branches->items.size(); ++i) {
         std::string bp = ptr + "/" + k + "/" + std::to_string(i);
-        const JsonValue* br = &branches->items[i];
+        const JsonValue* br = exclusive.empty() ? &branches->items[i] : exclusive[i];
         if (has_rest) br = Keep(AllOf(rest, *br));
         alts.push_back(Schema(*br, bp, depth));
       }
@@ -659,6 +736,55 @@ class SchemaCompiler {
         Unsupported("`" + k + "` is not supported", ptr + "/" + JsonPointerToken(k));
       }
     }
+  }
+
+  // ---------------------------------------------------------------- oneOf
+  // A value is valid under oneOf [b1..bn] iff it matches exactly one branch: branch i
+  // becomes allOf(bi, not bj) for each j whose values may overlap bi's (pairs that
+  // `Disjoint` proves apart need no negation, so disjoint oneOfs stay plain choices).
+  // A `not bj` this front end cannot write is refused; under warn / ignore it is left
+  // out (wider). allOf merging of the negations honours kMaxBranches.
+  // `not bj` is written for values that meet branch i and `rest` (the keywords beside
+  // the oneOf, or nullptr), which lets it use what they allow.
+  std::vector<const JsonValue*> ExclusiveBranches(const std::vector<JsonValue>& branches, const JsonValue* rest,
+                                                  const std::string& ptr) {
+    std::vector<const JsonValue*> flat, out;
+    for (const JsonValue& br : branches) flat.push_back(Flatten(&br, "", 0));
+    std::vector<bool> refused(branches.size(), false);
+    for (size_t i = 0; i < branches.size(); ++i) {
+      JsonValue parts = Arr({branches[i]});
+      const JsonValue* within = nullptr;
+      for (size_t j = 0; j < branches.size(); ++j) {
+        if (j == i || Disjoint(*flat[i], *flat[j])) continue;
+        std::string bp = ptr + "/" + std::to_string(j);
+        if (!within) within = rest ? Flatten(Keep(AllOf(*rest, branches[i])), bp, 0) : flat[i];
+        std::optional<JsonValue> neg = Negation(branches[j], bp, 0, within->IsObject() ? within : nullptr);
+        if (neg) {
+          parts.items.push_back(std::move(*neg));
+        } else if (!refused[j]) {
+          refused[j] = true;
+          Unsupported("oneOf whose branches may overlap (a value valid under two branches is invalid) and whose "
+                      "branch " + std::to_string(j) + " this front end cannot negate",
+                      bp);
+        }
+      }
+      out.push_back(parts.items.size() == 1 ? &branches[i] : Keep(Obj({{"allOf", std::move(parts)}})));
+    }
+    // Each `not bj` adds a branch per keyword of bj, and each copies branch i: past
+    // kMaxBranches in all, the grammar grows too large (a copy of a large object per branch).
+    size_t total = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const JsonValue* f = out[i] == &branches[i] ? flat[i] : Flatten(out[i], ptr + "/" + std::to_string(i), 0);
+      const JsonValue* alts = f->IsObject() ? f->Find("anyOf") : nullptr;
+      total += alts && alts->IsArray() ? alts->items.size() : 1;
+    }
+    if (total > kMaxBranches) {
+      Unsupported("oneOf whose branches may overlap, with more than " + std::to_string(kMaxBranches) +
+                      " branches once each excludes the others",
+                  ptr);
+      for (size_t i = 0; i < out.size(); ++i) out[i] = &branches[i];
+    }
+    return out;
   }
 
   // Whether no JSON value is valid under two of the branches (a sufficient check).
