@@ -749,7 +749,8 @@ class SchemaCompiler {
   std::vector<const JsonValue*> ExclusiveBranches(const std::vector<JsonValue>& branches, const JsonValue* rest,
                                                   const std::string& ptr) {
     std::vector<const JsonValue*> flat, out;
-    for (const JsonValue& br : branches) flat.push_back(Flatten(&br, "", 0));
+    // With the keywords beside the oneOf, so that a property they require can tell branches apart.
+    for (const JsonValue& br : branches) flat.push_back(Flatten(rest ? Keep(AllOf(*rest, br)) : &br, "", 0));
     std::vector<bool> refused(branches.size(), false);
     for (size_t i = 0; i < branches.size(); ++i) {
       JsonValue parts = Arr({branches[i]});
@@ -757,7 +758,7 @@ class SchemaCompiler {
       for (size_t j = 0; j < branches.size(); ++j) {
         if (j == i || Disjoint(*flat[i], *flat[j])) continue;
         std::string bp = ptr + "/" + std::to_string(j);
-        if (!within) within = rest ? Flatten(Keep(AllOf(*rest, branches[i])), bp, 0) : flat[i];
+        if (!within) within = flat[i];
         std::optional<JsonValue> neg = Negation(branches[j], bp, 0, within->IsObject() ? within : nullptr);
         if (neg) {
           parts.items.push_back(std::move(*neg));
@@ -864,6 +865,10 @@ class SchemaCompiler {
       return true;
     };
     if ((finite_a && excluded_by(va, b)) || (finite_b && excluded_by(vb, a))) return true;
+    // Numbers only, in ranges that do not meet (minor versions 0-2 and 3-8).
+    bool numbers_only = true;
+    for (const auto& t : ta) numbers_only = numbers_only && (!tb.count(t) || t == "number" || t == "integer");
+    if (numbers_only && (Below(a, b) || Below(b, a))) return true;
     // Objects with a property required in both whose value sets share nothing, or required
     // by one side and forbidden (`false`) by the other.
     const JsonValue *pa = a.Find("properties"), *pb = b.Find("properties");
@@ -886,6 +891,25 @@ class SchemaCompiler {
         const JsonValue *sa = name.IsString() ? pa->Find(name.text) : nullptr,
                         *sb = name.IsString() ? pb->Find(name.text) : nullptr;
         if (in_b && sa && sb && Disjoint(*Flatten(sa, "", 0), *Flatten(sb, "", 0))) return true;
+      }
+    }
+    return false;
+  }
+
+  // Whether every number `lo` allows is smaller than every number `hi` allows, by their
+  // numeric bounds (draft 4's boolean exclusive flags: not decided, false).
+  static bool Below(const JsonValue& lo, const JsonValue& hi) {
+    const JsonValue *max = lo.Find("maximum"), *xmax = lo.Find("exclusiveMaximum");
+    const JsonValue *min = hi.Find("minimum"), *xmin = hi.Find("exclusiveMinimum");
+    auto number = [](const JsonValue* v) { return v && v->IsNumber(); };
+    if ((max && !number(max)) || (xmax && !number(xmax)) || (min && !number(min)) || (xmin && !number(xmin))) {
+      return false;
+    }
+    for (const JsonValue* top : {max, xmax}) {
+      for (const JsonValue* bottom : {min, xmin}) {
+        if (!top || !bottom) continue;
+        int c = CompareDecimal(ParseDecimal(top->text), ParseDecimal(bottom->text));
+        if (c < 0 || (c == 0 && (top == xmax || bottom == xmin))) return true;
       }
     }
     return false;
