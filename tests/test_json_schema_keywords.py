@@ -141,6 +141,10 @@ def render() -> str:
         "  default. A schema without `properties` (`{\"type\": \"object\"}`) allows any property.",
         "- An object's properties come in declared order (required and optional), then the others.",
         "- A schema that no value satisfies raises `SchemaError`.",
+        "- Declared property names are written at most once; names taken under `additionalProperties`",
+        "  or `patternProperties` may repeat one another (`{\"x\": 1, \"x\": 2}`, which RFC 8259 permits",
+        "  and parsers read as one property), so with `minProperties` such a document can count fewer",
+        "  properties once parsed: distinct arbitrary names are not a context-free language.",
         "",
     ]
     return "\n".join(lines)
