@@ -16,6 +16,7 @@
 #include "frontends/json_text.h"
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
+#include "frontends/regex_dfa.h"
 #include "grammar/repetition.h"
 #include "support/json.h"
 #include "support/utf8.h"
@@ -31,6 +32,12 @@ constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are r
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 
+// Internal keywords for the string languages that plain keywords cannot say, compiled
+// through regex_dfa.h: `not pattern` (strings matching none of the listed patterns) and
+// the patterns that an allOf adds beside `pattern` (strings matching all of them).
+const char* const kNotPattern = "$xgr2:notPattern";
+const char* const kMorePatterns = "$xgr2:morePatterns";
+
 // Keywords that only annotate (or that we may ignore exactly).
 const std::set<std::string> kAnnotations = {
     "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary", "title", "description", "default",
@@ -45,7 +52,7 @@ const std::set<std::string> kValidating = {
     "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
     "uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", kNotPattern, kMorePatterns};
 
 const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
 
@@ -346,6 +353,13 @@ class SchemaCompiler {
     };
     for (const auto& [k, v] : b.members) {
       if (!kValidating.count(k)) continue;
+      if (k == kNotPattern || k == kMorePatterns) {  // lists (also grown by `pattern` below): joined
+        const JsonValue* have = out.Find(k);
+        JsonValue list = have ? *have : Arr({});
+        list.items.insert(list.items.end(), v.items.begin(), v.items.end());
+        set(k, list);
+        continue;
+      }
       const JsonValue* mine = a.Find(k);
       if (!mine) {
         set(k, v);
@@ -408,6 +422,12 @@ class SchemaCompiler {
         set(k, AllOf(*mine, v));
       } else if (k == "uniqueItems") {
         set(k, mine->boolean ? *mine : v);
+      } else if (k == "pattern") {
+        const JsonValue* more = out.Find(kMorePatterns);
+        JsonValue list = more ? *more : Arr({});
+        list.items.push_back(v);
+        set(kMorePatterns, list);
+
       } else if (k == "anyOf" || k == "oneOf") {
         // Both sides have one: a branch per pair, each with the other keywords of both
         // sides; pairs that no value can meet are left out. (oneOf: pairs of disjoint
@@ -524,6 +544,13 @@ class SchemaCompiler {
         }
       } else if (k == "not") {
         branches.push_back(v);
+      } else if (k == "pattern") {
+        if (!v.IsString()) return std::nullopt;
+        branches.push_back(of_type("string", {{kNotPattern, Arr({v})}}));
+      } else if (k == kNotPattern) {
+        for (const JsonValue& p : v.items) branches.push_back(of_type("string", {{"pattern", p}}));
+      } else if (k == kMorePatterns) {
+        for (const JsonValue& p : v.items) branches.push_back(of_type("string", {{kNotPattern, Arr({p})}}));
       } else if (k == "contains" || k == "items") {
         // No item matches / some item fails.
         if (k == "contains" && (s.Find("minContains") || s.Find("maxContains"))) return std::nullopt;
@@ -848,7 +875,7 @@ class SchemaCompiler {
       }
     }
     if (types.count("string")) {
-      bool constrained = s.Find("pattern") || s.Find("minLength") || s.Find("maxLength") ||
+      bool constrained = s.Find("pattern") || s.Find(kNotPattern) || s.Find(kMorePatterns) || s.Find("minLength") || s.Find("maxLength") ||
                          (s.Find("format") && s.Find("format")->IsString() && JsonFormatEbnf(s.Find("format")->text));
       if (strings.empty()) {
         alts.push_back(StringExpr(s, ptr));
@@ -892,7 +919,8 @@ class SchemaCompiler {
   // Whether the constant `v` passes keyword `k` (value `kv`) beside enum / const: 1 yes,
   // 0 no, -1 cannot tell here. Keywords of another type than v's do not apply.
   static int ValuePasses(const std::string& k, const JsonValue& kv, const JsonValue& v) {
-    static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format"};
+    static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format", kNotPattern,
+                                                       kMorePatterns};
     static const std::set<std::string> for_numbers = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                                       "multipleOf"};
     static const std::set<std::string> for_arrays = {"items", "prefixItems", "additionalItems", "contains",
@@ -925,6 +953,19 @@ class SchemaCompiler {
       return count_ok(n, k == "minLength");
     }
     if (k == "minItems" || k == "maxItems") return count_ok(v.items.size(), k == "minItems");
+    if (k == "pattern" || k == kNotPattern || k == kMorePatterns) {  // does v match (none of) the pattern(s)?
+      try {
+        for (const JsonValue& p : k == "pattern" ? std::vector<JsonValue>{kv} : kv.items) {
+          if (!p.IsString()) return -1;
+          if (CharDfa::FromPattern(p.text, /*search=*/true).Accepts(v.text) != (k != kNotPattern)) return 0;
+        }
+        return 1;
+      } catch (const RegexError&) {
+        return -1;
+      } catch (const DfaLimitError&) {
+        return -1;
+      }
+    }
     if (k == "minProperties" || k == "maxProperties") return count_ok(v.members.size(), k == "minProperties");
     if (k == "required") {
       for (const JsonValue& name : kv.items) {
@@ -1041,14 +1082,16 @@ class SchemaCompiler {
   int32_t StringExpr(const JsonValue& s, const std::string& ptr) {
     int64_t min_len = Count(s, "minLength", ptr, 0), max_len = Count(s, "maxLength", ptr, -1);
     const JsonValue* pattern = s.Find("pattern");
+    const JsonValue* not_patterns = s.Find(kNotPattern);
+    const JsonValue* more_patterns = s.Find(kMorePatterns);
     const JsonValue* format = s.Find("format");
     if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
     int32_t content = -1;
-    if (pattern) {
-      if (!pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
-      if (min_len > 0 || max_len >= 0) {
-        Unsupported("`pattern` together with minLength / maxLength", ptr + "/pattern");
-      }
+    if (pattern && !pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
+    if (not_patterns || more_patterns || (pattern && (min_len > 0 || max_len >= 0))) {
+      content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr);
+    }
+    if (pattern && content < 0) {
       try {
         int32_t re = AppendRegex(&b_, pattern->text, /*search=*/true);
         content = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
@@ -1070,8 +1113,8 @@ class SchemaCompiler {
           content = b_.Ref(it->second);
         }
       }  // unknown formats only annotate: any string
-    } else if (format && format->IsString() && pattern) {
-      if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern`", ptr + "/format");
+    } else if (format && format->IsString() && (pattern || not_patterns || more_patterns)) {
+      if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern` or `not pattern`", ptr + "/format");
     }
     if (content < 0) {
       if (min_len == 0 && max_len < 0) {
@@ -1082,6 +1125,38 @@ class SchemaCompiler {
       }
     }
     return b_.Seq({b_.Bytes("\""), content, b_.Bytes("\"")});
+  }
+
+  // The automaton of a `pattern` (a search, as JSON Schema reads it); a SchemaError at
+  // `ptr` when the pattern is invalid.
+  CharDfa PatternDfa(const std::string& pattern, const std::string& ptr) {
+    try {
+      return CharDfa::FromPattern(pattern, /*search=*/true);
+    } catch (const RegexError& e) {
+      Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr);
+    }
+  }
+
+  // String content that the IR cannot write from the regex directly: `pattern` (and the
+  // patterns merged beside it) within length bounds, and/or none of the `not pattern`s,
+  // as an automaton (regex_dfa.h). -1 (after Unsupported) when it is too large.
+  int32_t RegularContent(const JsonValue* pattern, const JsonValue* more_patterns, const JsonValue* not_patterns,
+                         int64_t min_len, int64_t max_len, const std::string& ptr) {
+    std::string where = ptr + (pattern ? "/pattern" : "/not/pattern");
+    try {
+      CharDfa dfa = pattern ? PatternDfa(pattern->text, ptr + "/pattern") : CharDfa::LengthBetween(0, -1);
+      if (more_patterns) {
+        for (const JsonValue& p : more_patterns->items) dfa = dfa.Intersect(PatternDfa(p.text, where));
+      }
+      if (not_patterns) {
+        for (const JsonValue& p : not_patterns->items) dfa = dfa.Minus(PatternDfa(p.text, where));
+      }
+      if (min_len > 0 || max_len >= 0) dfa = dfa.Intersect(CharDfa::LengthBetween(min_len, max_len));
+      return EmitDfa(&b_, dfa, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); }, "string");
+    } catch (const DfaLimitError& e) {
+      Unsupported(std::string(e.what()) + " (pattern with minLength / maxLength, or not pattern)", where);
+      return -1;
+    }
   }
 
   // ---------------------------------------------------------------- arrays
