@@ -1316,7 +1316,9 @@ class SchemaCompiler {
     if (props) {
       for (const auto& [name, sub] : props->members) {
         std::string pp = ptr + "/properties/" + JsonPointerToken(name);
-        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(), Schema(sub, pp, depth + 1)}),
+        const JsonValue& value_schema = *WithMatchingPatterns(s, name, sub, ptr);
+        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(),
+                                          Schema(value_schema, pp, depth + 1)}),
                             required.count(name) > 0});
         names.insert(name);
       }
@@ -1325,8 +1327,10 @@ class SchemaCompiler {
     for (const std::string& r : required) {
       if (!names.count(r)) {
         const JsonValue* addl = s.Find("additionalProperties");
-        const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
-        if (addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
+        const JsonValue* by_pattern = WithMatchingPatterns(s, r, TrueSchema(), ptr);
+        bool matched = by_pattern != &TrueSchema();
+        const JsonValue& value_schema = matched ? *by_pattern : addl && !addl->IsBool() ? *addl : TrueSchema();
+        if (!matched && addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
         declared.push_back({r, b_.Seq({text_.StringLiteral(r), text_.KeySeparator(),
                                        Schema(value_schema, ptr + "/additionalProperties", depth + 1)}), true});
         names.insert(r);
@@ -1355,10 +1359,12 @@ class SchemaCompiler {
     bool declares = s.Find("properties") != nullptr;
     bool allowed = addl ? !(addl->IsBool() && !addl->boolean) : !(opt_.strict && declares);
     if (pattern_props && pattern_props->IsObject() && !pattern_props->members.empty()) {
-      if (pattern_props->members.size() > 1 || !names.empty() || (addl && !(addl->IsBool() && !addl->boolean)) ||
-          property_names) {
-        Unsupported("patternProperties beside properties, additionalProperties, propertyNames or another pattern",
-                    ptr + "/patternProperties");
+      // strict: the patterns declare which keys are generated, as `properties` does.
+      bool others = addl ? allowed : !opt_.strict;
+      if (property_names) {
+        Unsupported("patternProperties beside propertyNames", ptr + "/patternProperties");
+      } else if (pattern_props->members.size() > 1 || !names.empty() || others) {
+        return KeyRegions(*pattern_props, names, !others ? nullptr : addl ? addl : &TrueSchema(), ptr, depth);
       }
       const auto& [pattern, sub] = pattern_props->members[0];
       std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
@@ -1382,6 +1388,73 @@ class SchemaCompiler {
       key = KeyNotIn(names);
     }
     return b_.Seq({key, text_.KeySeparator(), Schema(value_schema, ptr + "/additionalProperties", depth + 1)});
+  }
+
+  // `sub`, and the schemas of the patternProperties that `name` matches (allOf); `sub`
+  // itself when none does.
+  const JsonValue* WithMatchingPatterns(const JsonValue& s, const std::string& name, const JsonValue& sub,
+                                        const std::string& ptr) {
+    const JsonValue* pattern_props = s.Find("patternProperties");
+    if (!pattern_props || !pattern_props->IsObject()) return &sub;
+    const JsonValue* out = &sub;
+    for (const auto& [pattern, schema] : pattern_props->members) {
+      std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
+      try {
+        if (PatternDfa(pattern, pp).Accepts(name)) out = Keep(AllOf(*out, schema));
+      } catch (const DfaLimitError& e) {
+        Unsupported(e.what(), pp);
+      }
+    }
+    return out;
+  }
+
+  // The undeclared properties beside patternProperties: keys are split into regions, one
+  // per set of patterns a key matches (its value must satisfy all of their schemas),
+  // declared names left out; keys matching no pattern take `others` (additionalProperties;
+  // nullptr: none allowed, true: any value). Each region's key language is an automaton.
+  int32_t KeyRegions(const JsonValue& pattern_props, const std::set<std::string>& names, const JsonValue* others,
+                     const std::string& ptr, int depth) {
+    constexpr size_t kMaxRegions = 64;
+    struct Region {
+      CharDfa keys;
+      std::vector<size_t> patterns;
+    };
+    std::string pp = ptr + "/patternProperties";
+    std::vector<int32_t> alts;
+    try {
+      std::vector<Region> regions = {{CharDfa::LengthBetween(0, -1).Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
+      for (size_t i = 0; i < pattern_props.members.size(); ++i) {
+        const std::string& pattern = pattern_props.members[i].first;
+        CharDfa p = PatternDfa(pattern, pp + "/" + JsonPointerToken(pattern));
+        std::vector<Region> split;
+        for (Region& r : regions) {
+          Region in{r.keys.Intersect(p), r.patterns};
+          in.patterns.push_back(i);
+          Region out{r.keys.Minus(p), r.patterns};
+          if (!in.keys.IsEmpty()) split.push_back(std::move(in));
+          if (!out.keys.IsEmpty()) split.push_back(std::move(out));
+        }
+        regions = std::move(split);
+        if (regions.size() > kMaxRegions) {
+          Unsupported("patternProperties whose patterns overlap in more than " + std::to_string(kMaxRegions) + " ways", pp);
+          return -1;
+        }
+      }
+      for (const Region& r : regions) {
+        if (r.patterns.empty() && !others) continue;
+        const JsonValue* value = r.patterns.empty() ? others : &pattern_props.members[r.patterns[0]].second;
+        for (size_t k = 1; k < r.patterns.size(); ++k) value = Keep(AllOf(*value, pattern_props.members[r.patterns[k]].second));
+        std::string vp = r.patterns.empty() ? ptr + "/additionalProperties"
+                                            : pp + "/" + JsonPointerToken(pattern_props.members[r.patterns[0]].first);
+        int32_t key = EmitDfa(&b_, r.keys, [&](const std::vector<CodepointRange>& c) { return text_.CharIn(c); }, "key");
+        alts.push_back(b_.Seq({b_.Bytes("\""), key, b_.Bytes("\""), text_.KeySeparator(), Schema(*value, vp, depth + 1)}));
+      }
+    } catch (const DfaLimitError& e) {
+      Unsupported(std::string(e.what()) + " (patternProperties beside other keys)", pp);
+      return -1;
+    }
+    if (alts.empty()) return -1;
+    return b_.Choice(alts);
   }
 
   // A JSON string whose value is none of `names` (exact: a trie of the names, every
