@@ -98,3 +98,15 @@ def test_state_limit_is_an_error_not_a_hang():
         xgr2._core.GrammarIR._regex_set_accepts("(a|b)*a(a|b){20}$", "", "not_a", 0, -1, [""])
     with pytest.raises(xgr2.GrammarError, match="too large"):
         xgr2._core.GrammarIR._regex_set_accepts("a", "", "a", 0, 10**6, [""])
+
+
+@pytest.mark.parametrize("schema,pointer", [
+    ({"type": "string", "pattern": "^a+$", "maxLength": 20000}, "/pattern"),
+    ({"type": "string", "not": {"pattern": "a[ab]{20}$"}}, "/not/pattern"),
+])
+def test_schema_automaton_limits_are_schema_errors(schema, pointer):
+    with pytest.raises(xgr2.SchemaError, match="too large") as info:
+        xgr2.Grammar.from_json_schema(schema)
+    assert info.value.pointer == pointer
+    with pytest.warns(xgr2.SchemaWarning):
+        xgr2.Grammar.from_json_schema(schema, unsupported="warn")
