@@ -428,7 +428,7 @@ def test_strict_only_generates_declared_properties():
     ({"properties": {"a": {"type": 5}}}, "/properties/a/type", "type"),
     ({"$ref": "#/$defs/missing"}, "/$ref", "points to nothing"),
     ({"type": "string", "pattern": "a("}, "/pattern", "invalid pattern"),
-    ({"if": {"type": "string", "pattern": "^a"}, "then": {"minLength": 1}}, "/if", "`if` whose negation"),
+    ({"if": {"type": "string", "format": "email"}, "then": {"minLength": 1}}, "/if", "`if` whose negation"),
     ({"not": {"type": "string", "format": "email"}}, "/not", "`not` of a schema"),
     ({"oneOf": [{"type": "string", "format": "email"}, {"type": "string", "maxLength": 3}]}, "/oneOf/0",
      "branch 0 this front end cannot negate"),

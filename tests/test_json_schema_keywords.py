@@ -22,7 +22,7 @@ import xgr2
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
 
-NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not; refused for pattern, format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
+NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not, pattern (the complement of its language, as an automaton: docs/limits.md); refused for format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
 
 # keyword, status, a schema that uses it, note
 KEYWORDS = [
@@ -34,7 +34,9 @@ KEYWORDS = [
     ("additionalProperties", "exact", {"additionalProperties": {"type": "integer"}},
      "extra keys are never a declared name; `strict=True` generates none unless allowed explicitly"),
     ("patternProperties", "exact", {"type": "object", "patternProperties": {"^x-": {"type": "string"}}},
-     "one pattern, without declared properties (else refused)"),
+     "beside properties, additionalProperties and other patterns: a key matching several patterns takes all of their "
+     "schemas, a declared name also those of the patterns it matches (key languages as automata, at most 64 regions); "
+     "refused beside propertyNames"),
     ("propertyNames", "exact", {"type": "object", "propertyNames": {"maxLength": 3}}, "without declared properties"),
     ("minProperties", "exact", {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1}, "up to 1000"),
     ("maxProperties", "exact", {"type": "object", "additionalProperties": True, "maxProperties": 2}, "up to 1000"),
@@ -53,9 +55,10 @@ KEYWORDS = [
     ("uniqueItems", "narrower", {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},
      "items from a finite set (enum, const, boolean, null; at most 64 values), in that set's order; refused otherwise"),
     ("minLength", "exact", {"type": "string", "minLength": 2}, "code points; an escape is one character"),
-    ("maxLength", "exact", {"type": "string", "maxLength": 10000}, "refused together with pattern or a format"),
+    ("maxLength", "exact", {"type": "string", "maxLength": 10000},
+     "with pattern: the pattern's automaton intersected with the lengths (bounds up to 9,999); refused with a format"),
     ("pattern", "exact", {"type": "string", "pattern": "^[a-z]+$"},
-     "ECMA-262 semantics (search, `\\d \\w \\s` ASCII); see docs/regex.md"),
+     "ECMA-262 semantics (search, `\\d \\w \\s` ASCII); see docs/regex.md; two patterns in an allOf intersect"),
     ("format", "narrower", {"type": "string", "format": "date-time"},
      "date-time, date, time, duration, email, hostname, ipv4, ipv6, uri, uri-reference, iri, uuid, uri-template, "
      "json-pointer, relative-json-pointer (docs/json_formats.md); other formats annotate"),

@@ -226,6 +226,21 @@ NB_MODULE(_core, m) {
           },
           "integer"_a, "minimum"_a, "maximum"_a, "exclusive_minimum"_a, "exclusive_maximum"_a, "multiple_of"_a)
       .def_static(
+          "_regex_set",  // tests only: the regular-language operations alone (grammar_sources.h)
+          [](const std::string& a, const std::string& b, const std::string& op, int64_t min_len, int64_t max_len) {
+            nb::gil_scoped_release release;
+            return GrammarFromRegexSet(a, b, op, min_len, max_len);
+          },
+          "a"_a, "b"_a, "op"_a, "min_len"_a, "max_len"_a)
+      .def_static(
+          "_regex_set_accepts",
+          [](const std::string& a, const std::string& b, const std::string& op, int64_t min_len, int64_t max_len,
+             const std::vector<std::string>& texts) {
+            nb::gil_scoped_release release;
+            return RegexSetAccepts(a, b, op, min_len, max_len, texts);
+          },
+          "a"_a, "b"_a, "op"_a, "min_len"_a, "max_len"_a, "texts"_a)
+      .def_static(
           "from_json_schema",
           [](nb::handle schema_obj, bool any_whitespace, int indent, std::optional<std::pair<std::string, std::string>> separators,
              bool strict, int unsupported) {

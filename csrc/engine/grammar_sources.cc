@@ -2,6 +2,7 @@
 
 #include "grammar/ir_builder.h"
 #include "frontends/regex.h"
+#include "frontends/regex_dfa.h"
 #include "frontends/structural_tag.h"
 #include "xgr2/errors.h"
 
@@ -30,6 +31,46 @@ std::optional<ParsedGrammar> GrammarFromNumericRange(bool integer, const Numeric
   int32_t body = integer ? AppendIntegerRange(&b, c) : AppendNumberRange(&b, c);
   if (body < 0) return std::nullopt;
   b.SetBody(g->root, body);
+  auto fsm = BuildFsm(*g);
+  return ParsedGrammar{std::move(g), std::move(fsm)};
+}
+
+namespace {
+
+CharDfa RegexSetDfa(const std::string& a, const std::string& b, const std::string& op, int64_t min_len,
+                    int64_t max_len) {
+  try {
+    CharDfa lengths = CharDfa::LengthBetween(min_len, max_len);
+    CharDfa x = CharDfa::FromPattern(a, /*search=*/true);
+    if (op == "a") return x.Intersect(lengths);
+    if (op == "not_a") return x.Complement().Intersect(lengths);
+    CharDfa y = CharDfa::FromPattern(b, /*search=*/true);
+    if (op == "a_and_b") return x.Intersect(y).Intersect(lengths);
+    if (op == "a_minus_b") return x.Minus(y).Intersect(lengths);
+  } catch (const DfaLimitError& e) {
+    throw GrammarError(e.what());
+  }
+  throw GrammarError("unknown operation " + op);
+}
+
+}  // namespace
+
+std::vector<bool> RegexSetAccepts(const std::string& a, const std::string& b, const std::string& op, int64_t min_len,
+                                  int64_t max_len, const std::vector<std::string>& texts) {
+  CharDfa dfa = RegexSetDfa(a, b, op, min_len, max_len);
+  std::vector<bool> out;
+  for (const std::string& t : texts) out.push_back(dfa.Accepts(t));
+  return out;
+}
+
+ParsedGrammar GrammarFromRegexSet(const std::string& a, const std::string& b, const std::string& op, int64_t min_len,
+                                  int64_t max_len) {
+  CharDfa dfa = RegexSetDfa(a, b, op, min_len, max_len);
+  auto g = std::make_shared<GrammarIR>();
+  IrBuilder builder(g.get());
+  g->root = builder.NewRule("root");
+  auto raw = [&](const std::vector<CodepointRange>& r) { return builder.Class(r); };
+  builder.SetBody(g->root, EmitDfa(&builder, dfa, raw, "set"));
   auto fsm = BuildFsm(*g);
   return ParsedGrammar{std::move(g), std::move(fsm)};
 }

@@ -27,6 +27,14 @@ ParsedGrammar GrammarFromEbnf(const std::string& text, const std::string& root);
 ParsedGrammar GrammarFromRegex(const std::string& pattern, bool search);
 // The number front end alone (tests); nullopt when no number satisfies `c`.
 std::optional<ParsedGrammar> GrammarFromNumericRange(bool integer, const NumericConstraints& c);
+// Tests only: the regular-language operations of frontends/regex_dfa.h alone, on the
+// search languages A and B of two patterns: `op` is "a", "not_a", "a_and_b" or
+// "a_minus_b", intersected with lengths min_len..max_len (max_len < 0: unbounded).
+// Membership of each text (UTF-8), and the same language emitted as a grammar.
+std::vector<bool> RegexSetAccepts(const std::string& a, const std::string& b, const std::string& op, int64_t min_len,
+                                  int64_t max_len, const std::vector<std::string>& texts);
+ParsedGrammar GrammarFromRegexSet(const std::string& a, const std::string& b, const std::string& op, int64_t min_len,
+                                  int64_t max_len);
 // The grammar and the warnings of the unsupported keywords it ignored. A schema that
 // no value satisfies is a SchemaError.
 std::pair<ParsedGrammar, std::vector<std::string>> GrammarFromJsonSchema(const std::string& schema,

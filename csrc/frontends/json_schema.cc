@@ -16,6 +16,7 @@
 #include "frontends/json_text.h"
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
+#include "frontends/regex_dfa.h"
 #include "grammar/repetition.h"
 #include "support/json.h"
 #include "support/utf8.h"
@@ -31,6 +32,12 @@ constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are r
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 
+// Internal keywords for the string languages that plain keywords cannot say, compiled
+// through regex_dfa.h: `not pattern` (strings matching none of the listed patterns) and
+// the patterns that an allOf adds beside `pattern` (strings matching all of them).
+const char* const kNotPattern = "$xgr2:notPattern";
+const char* const kMorePatterns = "$xgr2:morePatterns";
+
 // Keywords that only annotate (or that we may ignore exactly).
 const std::set<std::string> kAnnotations = {
     "$schema", "$id", "$comment", "$anchor", "$dynamicAnchor", "$vocabulary", "title", "description", "default",
@@ -45,7 +52,7 @@ const std::set<std::string> kValidating = {
     "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
     "uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef"};
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", kNotPattern, kMorePatterns};
 
 const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
 
@@ -346,6 +353,13 @@ class SchemaCompiler {
     };
     for (const auto& [k, v] : b.members) {
       if (!kValidating.count(k)) continue;
+      if (k == kNotPattern || k == kMorePatterns) {  // lists (also grown by `pattern` below): joined
+        const JsonValue* have = out.Find(k);
+        JsonValue list = have ? *have : Arr({});
+        list.items.insert(list.items.end(), v.items.begin(), v.items.end());
+        set(k, list);
+        continue;
+      }
       const JsonValue* mine = a.Find(k);
       if (!mine) {
         set(k, v);
@@ -408,6 +422,12 @@ class SchemaCompiler {
         set(k, AllOf(*mine, v));
       } else if (k == "uniqueItems") {
         set(k, mine->boolean ? *mine : v);
+      } else if (k == "pattern") {
+        const JsonValue* more = out.Find(kMorePatterns);
+        JsonValue list = more ? *more : Arr({});
+        list.items.push_back(v);
+        set(kMorePatterns, list);
+
       } else if (k == "anyOf" || k == "oneOf") {
         // Both sides have one: a branch per pair, each with the other keywords of both
         // sides; pairs that no value can meet are left out. (oneOf: pairs of disjoint
@@ -549,6 +569,13 @@ class SchemaCompiler {
         }
       } else if (k == "not") {
         branches.push_back(v);
+      } else if (k == "pattern") {
+        if (!v.IsString()) return std::nullopt;
+        branches.push_back(of_type("string", {{kNotPattern, Arr({v})}}));
+      } else if (k == kNotPattern) {
+        for (const JsonValue& p : v.items) branches.push_back(of_type("string", {{"pattern", p}}));
+      } else if (k == kMorePatterns) {
+        for (const JsonValue& p : v.items) branches.push_back(of_type("string", {{kNotPattern, Arr({p})}}));
       } else if (k == "contains" || k == "items") {
         // No item matches / some item fails.
         if (k == "contains" && (s.Find("minContains") || s.Find("maxContains"))) return std::nullopt;
@@ -998,7 +1025,7 @@ class SchemaCompiler {
       }
     }
     if (types.count("string")) {
-      bool constrained = s.Find("pattern") || s.Find("minLength") || s.Find("maxLength") ||
+      bool constrained = s.Find("pattern") || s.Find(kNotPattern) || s.Find(kMorePatterns) || s.Find("minLength") || s.Find("maxLength") ||
                          (s.Find("format") && s.Find("format")->IsString() && JsonFormatEbnf(s.Find("format")->text));
       if (strings.empty()) {
         alts.push_back(StringExpr(s, ptr));
@@ -1042,7 +1069,8 @@ class SchemaCompiler {
   // Whether the constant `v` passes keyword `k` (value `kv`) beside enum / const: 1 yes,
   // 0 no, -1 cannot tell here. Keywords of another type than v's do not apply.
   static int ValuePasses(const std::string& k, const JsonValue& kv, const JsonValue& v) {
-    static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format"};
+    static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format", kNotPattern,
+                                                       kMorePatterns};
     static const std::set<std::string> for_numbers = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
                                                       "multipleOf"};
     static const std::set<std::string> for_arrays = {"items", "prefixItems", "additionalItems", "contains",
@@ -1075,6 +1103,19 @@ class SchemaCompiler {
       return count_ok(n, k == "minLength");
     }
     if (k == "minItems" || k == "maxItems") return count_ok(v.items.size(), k == "minItems");
+    if (k == "pattern" || k == kNotPattern || k == kMorePatterns) {  // does v match (none of) the pattern(s)?
+      try {
+        for (const JsonValue& p : k == "pattern" ? std::vector<JsonValue>{kv} : kv.items) {
+          if (!p.IsString()) return -1;
+          if (CharDfa::FromPattern(p.text, /*search=*/true).Accepts(v.text) != (k != kNotPattern)) return 0;
+        }
+        return 1;
+      } catch (const RegexError&) {
+        return -1;
+      } catch (const DfaLimitError&) {
+        return -1;
+      }
+    }
     if (k == "minProperties" || k == "maxProperties") return count_ok(v.members.size(), k == "minProperties");
     if (k == "required") {
       for (const JsonValue& name : kv.items) {
@@ -1191,14 +1232,16 @@ class SchemaCompiler {
   int32_t StringExpr(const JsonValue& s, const std::string& ptr) {
     int64_t min_len = Count(s, "minLength", ptr, 0), max_len = Count(s, "maxLength", ptr, -1);
     const JsonValue* pattern = s.Find("pattern");
+    const JsonValue* not_patterns = s.Find(kNotPattern);
+    const JsonValue* more_patterns = s.Find(kMorePatterns);
     const JsonValue* format = s.Find("format");
     if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
     int32_t content = -1;
-    if (pattern) {
-      if (!pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
-      if (min_len > 0 || max_len >= 0) {
-        Unsupported("`pattern` together with minLength / maxLength", ptr + "/pattern");
-      }
+    if (pattern && !pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
+    if (not_patterns || more_patterns || (pattern && (min_len > 0 || max_len >= 0))) {
+      content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr);
+    }
+    if (pattern && content < 0) {
       try {
         int32_t re = AppendRegex(&b_, pattern->text, /*search=*/true);
         content = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
@@ -1220,8 +1263,8 @@ class SchemaCompiler {
           content = b_.Ref(it->second);
         }
       }  // unknown formats only annotate: any string
-    } else if (format && format->IsString() && pattern) {
-      if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern`", ptr + "/format");
+    } else if (format && format->IsString() && (pattern || not_patterns || more_patterns)) {
+      if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern` or `not pattern`", ptr + "/format");
     }
     if (content < 0) {
       if (min_len == 0 && max_len < 0) {
@@ -1232,6 +1275,38 @@ class SchemaCompiler {
       }
     }
     return b_.Seq({b_.Bytes("\""), content, b_.Bytes("\"")});
+  }
+
+  // The automaton of a `pattern` (a search, as JSON Schema reads it); a SchemaError at
+  // `ptr` when the pattern is invalid.
+  CharDfa PatternDfa(const std::string& pattern, const std::string& ptr) {
+    try {
+      return CharDfa::FromPattern(pattern, /*search=*/true);
+    } catch (const RegexError& e) {
+      Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr);
+    }
+  }
+
+  // String content that the IR cannot write from the regex directly: `pattern` (and the
+  // patterns merged beside it) within length bounds, and/or none of the `not pattern`s,
+  // as an automaton (regex_dfa.h). -1 (after Unsupported) when it is too large.
+  int32_t RegularContent(const JsonValue* pattern, const JsonValue* more_patterns, const JsonValue* not_patterns,
+                         int64_t min_len, int64_t max_len, const std::string& ptr) {
+    std::string where = ptr + (pattern ? "/pattern" : "/not/pattern");
+    try {
+      CharDfa dfa = pattern ? PatternDfa(pattern->text, ptr + "/pattern") : CharDfa::LengthBetween(0, -1);
+      if (more_patterns) {
+        for (const JsonValue& p : more_patterns->items) dfa = dfa.Intersect(PatternDfa(p.text, where));
+      }
+      if (not_patterns) {
+        for (const JsonValue& p : not_patterns->items) dfa = dfa.Minus(PatternDfa(p.text, where));
+      }
+      if (min_len > 0 || max_len >= 0) dfa = dfa.Intersect(CharDfa::LengthBetween(min_len, max_len));
+      return EmitDfa(&b_, dfa, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); }, "string");
+    } catch (const DfaLimitError& e) {
+      Unsupported(std::string(e.what()) + " (pattern with minLength / maxLength, or not pattern)", where);
+      return -1;
+    }
   }
 
   // ---------------------------------------------------------------- arrays
@@ -1391,7 +1466,9 @@ class SchemaCompiler {
     if (props) {
       for (const auto& [name, sub] : props->members) {
         std::string pp = ptr + "/properties/" + JsonPointerToken(name);
-        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(), Schema(sub, pp, depth + 1)}),
+        const JsonValue& value_schema = *WithMatchingPatterns(s, name, sub, ptr);
+        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(),
+                                          Schema(value_schema, pp, depth + 1)}),
                             required.count(name) > 0});
         names.insert(name);
       }
@@ -1400,8 +1477,10 @@ class SchemaCompiler {
     for (const std::string& r : required) {
       if (!names.count(r)) {
         const JsonValue* addl = s.Find("additionalProperties");
-        const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
-        if (addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
+        const JsonValue* by_pattern = WithMatchingPatterns(s, r, TrueSchema(), ptr);
+        bool matched = by_pattern != &TrueSchema();
+        const JsonValue& value_schema = matched ? *by_pattern : addl && !addl->IsBool() ? *addl : TrueSchema();
+        if (!matched && addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
         declared.push_back({r, b_.Seq({text_.StringLiteral(r), text_.KeySeparator(),
                                        Schema(value_schema, ptr + "/additionalProperties", depth + 1)}), true});
         names.insert(r);
@@ -1430,10 +1509,12 @@ class SchemaCompiler {
     bool declares = s.Find("properties") != nullptr;
     bool allowed = addl ? !(addl->IsBool() && !addl->boolean) : !(opt_.strict && declares);
     if (pattern_props && pattern_props->IsObject() && !pattern_props->members.empty()) {
-      if (pattern_props->members.size() > 1 || !names.empty() || (addl && !(addl->IsBool() && !addl->boolean)) ||
-          property_names) {
-        Unsupported("patternProperties beside properties, additionalProperties, propertyNames or another pattern",
-                    ptr + "/patternProperties");
+      // strict: the patterns declare which keys are generated, as `properties` does.
+      bool others = addl ? allowed : !opt_.strict;
+      if (property_names) {
+        Unsupported("patternProperties beside propertyNames", ptr + "/patternProperties");
+      } else if (pattern_props->members.size() > 1 || !names.empty() || others) {
+        return KeyRegions(*pattern_props, names, !others ? nullptr : addl ? addl : &TrueSchema(), ptr, depth);
       }
       const auto& [pattern, sub] = pattern_props->members[0];
       std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
@@ -1457,6 +1538,73 @@ class SchemaCompiler {
       key = KeyNotIn(names);
     }
     return b_.Seq({key, text_.KeySeparator(), Schema(value_schema, ptr + "/additionalProperties", depth + 1)});
+  }
+
+  // `sub`, and the schemas of the patternProperties that `name` matches (allOf); `sub`
+  // itself when none does.
+  const JsonValue* WithMatchingPatterns(const JsonValue& s, const std::string& name, const JsonValue& sub,
+                                        const std::string& ptr) {
+    const JsonValue* pattern_props = s.Find("patternProperties");
+    if (!pattern_props || !pattern_props->IsObject()) return &sub;
+    const JsonValue* out = &sub;
+    for (const auto& [pattern, schema] : pattern_props->members) {
+      std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
+      try {
+        if (PatternDfa(pattern, pp).Accepts(name)) out = Keep(AllOf(*out, schema));
+      } catch (const DfaLimitError& e) {
+        Unsupported(e.what(), pp);
+      }
+    }
+    return out;
+  }
+
+  // The undeclared properties beside patternProperties: keys are split into regions, one
+  // per set of patterns a key matches (its value must satisfy all of their schemas),
+  // declared names left out; keys matching no pattern take `others` (additionalProperties;
+  // nullptr: none allowed, true: any value). Each region's key language is an automaton.
+  int32_t KeyRegions(const JsonValue& pattern_props, const std::set<std::string>& names, const JsonValue* others,
+                     const std::string& ptr, int depth) {
+    constexpr size_t kMaxRegions = 64;
+    struct Region {
+      CharDfa keys;
+      std::vector<size_t> patterns;
+    };
+    std::string pp = ptr + "/patternProperties";
+    std::vector<int32_t> alts;
+    try {
+      std::vector<Region> regions = {{CharDfa::LengthBetween(0, -1).Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
+      for (size_t i = 0; i < pattern_props.members.size(); ++i) {
+        const std::string& pattern = pattern_props.members[i].first;
+        CharDfa p = PatternDfa(pattern, pp + "/" + JsonPointerToken(pattern));
+        std::vector<Region> split;
+        for (Region& r : regions) {
+          Region in{r.keys.Intersect(p), r.patterns};
+          in.patterns.push_back(i);
+          Region out{r.keys.Minus(p), r.patterns};
+          if (!in.keys.IsEmpty()) split.push_back(std::move(in));
+          if (!out.keys.IsEmpty()) split.push_back(std::move(out));
+        }
+        regions = std::move(split);
+        if (regions.size() > kMaxRegions) {
+          Unsupported("patternProperties whose patterns overlap in more than " + std::to_string(kMaxRegions) + " ways", pp);
+          return -1;
+        }
+      }
+      for (const Region& r : regions) {
+        if (r.patterns.empty() && !others) continue;
+        const JsonValue* value = r.patterns.empty() ? others : &pattern_props.members[r.patterns[0]].second;
+        for (size_t k = 1; k < r.patterns.size(); ++k) value = Keep(AllOf(*value, pattern_props.members[r.patterns[k]].second));
+        std::string vp = r.patterns.empty() ? ptr + "/additionalProperties"
+                                            : pp + "/" + JsonPointerToken(pattern_props.members[r.patterns[0]].first);
+        int32_t key = EmitDfa(&b_, r.keys, [&](const std::vector<CodepointRange>& c) { return text_.CharIn(c); }, "key");
+        alts.push_back(b_.Seq({b_.Bytes("\""), key, b_.Bytes("\""), text_.KeySeparator(), Schema(*value, vp, depth + 1)}));
+      }
+    } catch (const DfaLimitError& e) {
+      Unsupported(std::string(e.what()) + " (patternProperties beside other keys)", pp);
+      return -1;
+    }
+    if (alts.empty()) return -1;
+    return b_.Choice(alts);
   }
 
   // A JSON string whose value is none of `names` (exact: a trie of the names, every

@@ -62,7 +62,10 @@ int32_t IrBuilder::Ref(int32_t rule) {
 
 int32_t IrBuilder::NewRule(const std::string& name) {
   std::string unique = name;
-  for (int i = 1; names_.count(unique); ++i) unique = name + "_" + std::to_string(i);
+  // Resume at the last suffix given for `name`: many rules of one name (an automaton's
+  // states, a schema's many `key` rules) then cost O(1) each, not O(rules so far).
+  int& suffix = next_suffix_[name];
+  while (names_.count(unique)) unique = name + "_" + std::to_string(++suffix);
   names_.insert(unique);
   g_->rules.push_back(Rule{unique, -1, -1});
   return static_cast<int32_t>(g_->rules.size()) - 1;

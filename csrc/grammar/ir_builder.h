@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -42,6 +43,7 @@ class IrBuilder {
 
   GrammarIR* g_;
   std::unordered_set<std::string> names_;
+  std::unordered_map<std::string, int> next_suffix_;  // NewRule: last suffix tried per name
 };
 
 // Rewrites a rule-free expression character by character: every kBytes literal and
