@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "frontends/ir_builder.h"
+#include "grammar/ir_builder.h"
 #include "xgr2/grammar.h"
 
 namespace xgr2 {
