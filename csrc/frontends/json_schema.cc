@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -1068,7 +1069,7 @@ class SchemaCompiler {
 
   // Whether the constant `v` passes keyword `k` (value `kv`) beside enum / const: 1 yes,
   // 0 no, -1 cannot tell here. Keywords of another type than v's do not apply.
-  static int ValuePasses(const std::string& k, const JsonValue& kv, const JsonValue& v) {
+  int ValuePasses(const std::string& k, const JsonValue& kv, const JsonValue& v) {
     static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format", kNotPattern,
                                                        kMorePatterns};
     static const std::set<std::string> for_numbers = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
@@ -1107,7 +1108,7 @@ class SchemaCompiler {
       try {
         for (const JsonValue& p : k == "pattern" ? std::vector<JsonValue>{kv} : kv.items) {
           if (!p.IsString()) return -1;
-          if (CharDfa::FromPattern(p.text, /*search=*/true).Accepts(v.text) != (k != kNotPattern)) return 0;
+          if (SearchDfa(p.text).Accepts(v.text) != (k != kNotPattern)) return 0;
         }
         return 1;
       } catch (const RegexError&) {
@@ -1277,11 +1278,20 @@ class SchemaCompiler {
     return b_.Seq({b_.Bytes("\""), content, b_.Bytes("\"")});
   }
 
+  // The automaton of a `pattern` read as a search, built once per pattern (a large schema
+  // repeats its patterns, and each enum value beside one is checked against it). Throws
+  // RegexError / DfaLimitError as CharDfa::FromPattern does.
+  const CharDfa& SearchDfa(const std::string& pattern) {
+    auto it = pattern_dfas_.find(pattern);
+    if (it == pattern_dfas_.end()) it = pattern_dfas_.emplace(pattern, CharDfa::FromPattern(pattern, /*search=*/true)).first;
+    return it->second;
+  }
+
   // The automaton of a `pattern` (a search, as JSON Schema reads it); a SchemaError at
   // `ptr` when the pattern is invalid.
   CharDfa PatternDfa(const std::string& pattern, const std::string& ptr) {
     try {
-      return CharDfa::FromPattern(pattern, /*search=*/true);
+      return SearchDfa(pattern);
     } catch (const RegexError& e) {
       Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr);
     }
@@ -1747,6 +1757,7 @@ class SchemaCompiler {
   JsonText text_;
   std::map<std::pair<const JsonValue*, int>, int32_t> memo_;
   std::map<std::pair<std::string, int>, int32_t> memo_by_content_;
+  std::unordered_map<std::string, CharDfa> pattern_dfas_;  // SearchDfa
   std::map<std::string, const JsonValue*> ids_;
   std::map<std::string, int32_t> formats_;
   std::map<const JsonValue*, const JsonValue*> flattened_;
