@@ -725,8 +725,10 @@ class SchemaCompiler {
         std::string bp = ptr + "/" + k + "/" + std::to_string(i);
         const JsonValue* br = exclusive.empty() ? &branches->items[i] : exclusive[i];
         if (has_rest) br = Keep(AllOf(rest, *br));
+        if (!MayHaveValue(*br, bp)) continue;
         alts.push_back(Schema(*br, bp, depth));
       }
+      if (alts.empty()) return Nothing(&b_);
       return b_.Choice(alts);
     }
     CheckKeywords(s, ptr);
@@ -1125,6 +1127,30 @@ class SchemaCompiler {
       return 1;
     }
     return -1;
+  }
+
+  // False when `s` surely admits no value: it flattens to `false`, or it lists values
+  // (const / enum) of which none passes its other keywords. Lets an anyOf skip such
+  // branches without a rule each (azure-pipelines merges a 300-value anyOf into each of
+  // 259 task branches, each keeping one or two values).
+  bool MayHaveValue(const JsonValue& s0, const std::string& ptr) {
+    if (!s0.IsObject()) return !s0.IsBool() || s0.boolean;
+    const JsonValue& s = *Flatten(&s0, ptr, 0);
+    if (s.IsBool()) return s.boolean;
+    if (s.Find("anyOf") || s.Find("oneOf") || s.Find("not")) return true;
+    const JsonValue *co = s.Find("const"), *en = s.Find("enum");
+    if (!co && !(en && en->IsArray())) return true;
+    std::set<std::string> types = TypesOf(s);
+    for (const JsonValue& v : co ? std::vector<JsonValue>{*co} : en->items) {
+      if (!HasType(types, v)) continue;
+      bool keep = true;
+      for (const auto& [k, kv] : s.members) {
+        if (k == "enum" || k == "const" || k == "type" || kAnnotations.count(k)) continue;
+        keep = keep && ValuePasses(k, kv, v) != 0;  // unknown (-1): kept, decided later
+      }
+      if (keep) return true;
+    }
+    return false;
   }
 
   int32_t Enumerated(const JsonValue& s, const std::vector<JsonValue>& values, const std::set<std::string>& types,
