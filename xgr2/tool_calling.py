@@ -200,9 +200,18 @@ def _json_name(name: str) -> str:
 _THINK = _seq(_tag("<think>", _text(), "</think>"), _regex(r"[ \t\r\n]*"))
 
 
+def _is_string(schema: Mapping[str, Any]) -> bool:
+    """Typed ``string``, or untyped with a string ``const`` or an ``enum`` of strings."""
+    if "type" in schema:
+        return schema["type"] == "string"
+    enum = schema.get("enum")
+    return isinstance(schema.get("const"), str) or (
+        isinstance(enum, list) and bool(enum) and all(isinstance(e, str) for e in enum))
+
+
 def _xml_value(schema: Any, root: Any) -> _Format:
     """A parameter value in the XML styles: a string's raw text, other types as JSON."""
-    if isinstance(schema, Mapping) and schema.get("type") == "string":
+    if isinstance(schema, Mapping) and _is_string(schema):
         if isinstance(schema.get("const"), str):
             return _const(schema["const"])
         enum = schema.get("enum")
