@@ -203,7 +203,7 @@ _THINK = _seq(_tag("<think>", _text(), "</think>"), _regex(r"[ \t\r\n]*"))
 def _is_string(schema: Mapping[str, Any]) -> bool:
     """Typed ``string``, or untyped with a string ``const`` or an ``enum`` of strings."""
     if "type" in schema:
-        return schema["type"] == "string"
+        return bool(schema["type"] == "string")
     enum = schema.get("enum")
     return isinstance(schema.get("const"), str) or (
         isinstance(enum, list) and bool(enum) and all(isinstance(e, str) for e in enum))
