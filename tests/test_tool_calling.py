@@ -313,3 +313,17 @@ def test_no_tools_with_auto_is_free_text_and_specs_are_json():
     for family in tool_calling.FAMILIES:
         spec = tool_calling.structural_tag(family, [WEATHER, TIME], "auto", reasoning=True)
         assert json.loads(json.dumps(spec)) == spec
+
+
+@pytest.mark.parametrize("family", ["hermes", "kimi_k2", "qwen3_coder"])
+def test_token_masks_along_an_output_match_brute_force(family, llama3_tokenizer_info, llama3_hf_tokenizer):
+    from test_mask_oracle import check_along
+
+    calls = [("get_weather", {"city": "Paris", "days": 2}, WEATHER["function"]["parameters"])]
+    text = render(family, "Let me <tool check.", calls, "ok")
+    grammar = getattr(tool_calling, family)([WEATHER, TIME], reasoning=True)
+    state = xgr2.compile(grammar, llama3_tokenizer_info).initial_state()
+    ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)
+    state = check_along(state, ids, llama3_tokenizer_info, random.Random(0), range(0, len(ids) + 1, 4),
+                        complete_vocab=False)
+    assert state.can_terminate
