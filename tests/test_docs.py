@@ -16,6 +16,7 @@ CORE_MODULES = [
     "xgr2._tokenizer",
     "xgr2._compiler",
     "xgr2._errors",
+    "xgr2.tool_calling",
 ]
 JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder"]
 # The xgr2.jax package docstring only describes the layout; its submodules hold the examples.

@@ -33,11 +33,13 @@ from ._errors import (
     StructuralTagError,
     TokenizerError,
     TokenRejectedError,
+    ToolCallingError,
     Xgr2Error,
 )
 from ._grammar import Grammar, SchemaWarning
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 from ._tree_masks import TreeMasks, tree_masks
+from . import tool_calling
 
 _core._set_error_types(GrammarError, TokenizerError, InvalidTokenError, TokenRejectedError, RegexError, SchemaError,
                        StructuralTagError)
@@ -61,6 +63,7 @@ __all__ = [
     "TokenRejectedError",
     "TokenizerError",
     "TokenizerInfo",
+    "ToolCallingError",
     "TreeMasks",
     "Xgr2Error",
     "allocate_token_bitmask",
@@ -69,5 +72,6 @@ __all__ = [
     "bitmask_to_bool",
     "compile",
     "get_bitmask_shape",
+    "tool_calling",
     "tree_masks",
 ]

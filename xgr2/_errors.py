@@ -89,3 +89,8 @@ class TokenRejectedError(Xgr2Error, ValueError):
 
     The state it was called on is unchanged and still valid.
     """
+
+
+class ToolCallingError(Xgr2Error, ValueError):
+    """Bad tool definitions or a ``tool_choice`` that names no offered tool
+    (:mod:`xgr2.tool_calling`)."""

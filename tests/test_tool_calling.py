@@ -1,0 +1,329 @@
+"""Tool-calling presets (xgr2.tool_calling) against independent renderers of each format.
+
+Tools are real BFCL function definitions (the `bfcl-eval` package), arguments are drawn
+with hypothesis-jsonschema from their parameters. For every family, the renderers below
+(written from the formats' chat templates, not from the presets) write whole outputs;
+the preset's grammar must accept them byte by byte and refuse: a call naming a tool not
+offered, arguments that jsonschema says are invalid, a second call with
+parallel_tool_calls=False, no call with "required", any call with "none".
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import xgr2
+from parsing import accepts
+from test_json_schema import bfcl_to_standard, dump, hypothesis_jsonschema, is_valid, mutate, narrower, property_order
+from xgr2 import tool_calling
+
+BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
+XML = {"qwen3_coder", "glm45"}  # string parameters as raw text
+SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "kimi_k2"}  # calls in one section that ends the output
+
+
+@functools.lru_cache(maxsize=1)
+def bfcl_tools() -> list[dict]:
+    """Distinct BFCL functions whose parameters are standard JSON Schema objects."""
+    try:
+        import bfcl_eval
+    except ImportError:
+        return []
+    data = Path(bfcl_eval.__file__).parent / "data"
+    seen, out = set(), []
+    for name in ("BFCL_v4_simple_python.json", "BFCL_v4_multiple.json", "BFCL_v4_live_simple.json"):
+        for line in (data / name).read_text().splitlines():
+            for fn in json.loads(line).get("function", []):
+                params = bfcl_to_standard(fn.get("parameters", {}))
+                if fn["name"] in seen or params is None or params.get("type") != "object" or not params.get("properties"):
+                    continue
+                seen.add(fn["name"])
+                out.append({"type": "function", "function": {"name": fn["name"], "description": fn.get("description", ""),
+                                                             "parameters": params}})
+    return out
+
+
+# ------------------------------------------------------------------ independent renderers
+def args_json(args, schema) -> str:
+    return dump(args, property_order(schema))
+
+
+def is_text_param(sub) -> bool:
+    return isinstance(sub, dict) and (sub.get("type") == "string" or (
+        "type" not in sub and all(isinstance(e, str) for e in sub.get("enum", [0]))))
+
+
+def xml_value(value, sub) -> str:
+    """A string parameter's raw text; anything else (or a non-string value) as JSON."""
+    return value if isinstance(value, str) and is_text_param(sub) else dump(value, property_order(sub))
+
+
+def declared_first(args: dict, props: dict) -> list:
+    """The XML styles write parameters in the schema's declared order (undeclared ones last)."""
+    return sorted(args.items(), key=lambda kv: list(props).index(kv[0]) if kv[0] in props else len(props))
+
+
+def render_call(family: str, name: str, args, schema, index: int) -> str:
+    a = args_json(args, schema)
+    props = schema.get("properties", {})
+    if family == "llama3_json":
+        return f'{{"name": {json.dumps(name)}, "parameters": {a}}}'
+    if family == "llama3_function_tag":
+        return f"<function={name}>{a}</function>"
+    if family == "hermes":
+        return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {a}}}\n</tool_call>'
+    if family == "qwen3_coder":
+        ps = "".join(f"<parameter={k}>\n{xml_value(v, props.get(k))}\n</parameter>\n" for k, v in declared_first(args, props))
+        return f"<tool_call>\n<function={name}>\n{ps}</function>\n</tool_call>"
+    if family == "glm45":
+        ps = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{xml_value(v, props.get(k))}</arg_value>\n"
+                     for k, v in declared_first(args, props))
+        return f"<tool_call>{name}\n{ps}</tool_call>"
+    if family == "mistral":
+        return f'{{"name": {json.dumps(name)}, "arguments": {a}}}'
+    if family == "deepseek_v3":
+        return f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{a}\n```<｜tool▁call▁end｜>"
+    if family == "deepseek_v31":
+        return f"<｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{a}<｜tool▁call▁end｜>"
+    if family == "kimi_k2":
+        return f"<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{a}<|tool_call_end|>"
+    if family == "harmony":
+        return f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{a}<|call|>"
+    raise AssertionError(family)
+
+
+def render(family: str, text: str, calls: list, thought: str | None) -> str:
+    """A whole output: reasoning (if any), free text, then the calls."""
+    rendered = [render_call(family, n, a, s, i) for i, (n, a, s) in enumerate(calls)]
+    if family == "harmony":
+        head = f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant" if thought is not None else ""
+        return head + (rendered[0] if calls else f"<|channel|>final<|message|>{text}<|return|>")
+    head = f"<think>\n{thought}\n</think>\n\n" if thought is not None else ""
+    if family == "llama3_json":
+        return head + ("; ".join(rendered) if calls else text)
+    if family == "mistral":
+        body = "[TOOL_CALLS][" + ", ".join(rendered) + "]" if calls else ""
+    elif family == "deepseek_v3":
+        body = "<｜tool▁calls▁begin｜>" + "\n".join(rendered) + "<｜tool▁calls▁end｜>" if calls else ""
+    elif family == "deepseek_v31":
+        body = "<｜tool▁calls▁begin｜>" + "".join(rendered) + "<｜tool▁calls▁end｜>" if calls else ""
+    elif family == "kimi_k2":
+        body = "<|tool_calls_section_begin|>" + "".join(rendered) + "<|tool_calls_section_end|>" if calls else ""
+    else:
+        body = "\n".join(rendered)
+    return head + text + body
+
+
+# ------------------------------------------------------------------ oracle test
+def grammar_accepts(family, tools, text, tool_choice="auto", parallel=True, reasoning=False) -> bool:
+    g = getattr(tool_calling, family)(tools, tool_choice, parallel_tool_calls=parallel, reasoning=reasoning)
+    return accepts(compiled(g), text)
+
+
+_COMPILED: dict[str, xgr2.MatcherState] = {}
+
+
+def compiled(g: xgr2.Grammar) -> xgr2.MatcherState:
+    key = str(g)
+    if key not in _COMPILED:
+        _COMPILED[key] = xgr2.compile(g, BYTES).initial_state()
+    return _COMPILED[key]
+
+
+def strict(schema):
+    """``schema`` as ``from_json_schema(strict=True)`` reads it (the structural tag's json_schema
+    format): objects that declare properties get no others unless the schema allows them."""
+    if isinstance(schema, list):
+        return [strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: (v if k in ("enum", "const", "default", "examples") else
+               {n: strict(p) for n, p in v.items()} if k == "properties" else strict(v)) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out and "patternProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def draw_args(data, tool):
+    schema = tool["function"]["parameters"]
+    try:
+        value = data.draw(hypothesis_jsonschema.from_schema(schema), label="args")
+    except (hypothesis_jsonschema._canonicalise.InvalidArgument,
+            hypothesis_jsonschema._canonicalise.HypothesisRefResolutionError):
+        assume(False)
+    assume(is_valid(strict(schema), value) and not narrower(schema))
+    return value
+
+
+def xml_meaning(args, schema):
+    """What an XML-style parser reads from the rendered text: string parameters as text."""
+    props = schema.get("properties", {})
+    return {k: xml_value(v, props.get(k)) if is_text_param(props.get(k)) else v for k, v in args.items()}
+
+
+FREE_TEXT = st.text(alphabet="abc xyz.,!?\né", max_size=12).map(lambda s: "Ok " + s)
+
+
+@pytest.mark.parametrize("family", tool_calling.FAMILIES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
+    pool = bfcl_tools()
+    if not pool:
+        pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
+    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    tools = rng.sample(pool, 3)
+    for t in tools:
+        try:
+            xgr2.Grammar.from_json_schema(t["function"]["parameters"])
+        except xgr2.SchemaError:
+            assume(False)
+    reasoning = data.draw(st.booleans(), label="reasoning")
+    thought = "Let me see.\nHmm" if reasoning else None
+    text = data.draw(FREE_TEXT, label="text")
+    n = 1 if family == "harmony" else data.draw(st.integers(1, 3), label="calls")
+    chosen = [rng.choice(tools) for _ in range(n)]
+    calls = [(t["function"]["name"], draw_args(data, t), t["function"]["parameters"]) for t in chosen]
+    if family in XML:  # raw strings must be text the format can hold
+        for _, a, s in calls:
+            assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
+    pre = "" if family == "llama3_json" else text  # Llama JSON: the calls are the whole output
+
+    def ok(txt, **kw):
+        return grammar_accepts(family, tools, txt, reasoning=reasoning, **kw)
+
+    # Accepted: calls (with and without text before), text alone.
+    assert ok(render(family, pre, calls, thought)), render(family, pre, calls, thought)
+    assert ok(render(family, "", calls, thought), tool_choice="required")
+    assert ok(render(family, text, [], thought))
+    assert ok(render(family, text, [], thought), tool_choice="none")
+    assert ok(render(family, pre, calls[:1], thought), parallel=False)
+    named = {"type": "function", "function": {"name": calls[0][0]}}
+    assert ok(render(family, "", calls[:1], thought), tool_choice=named)
+    # Refused: a tool not offered, a second call without parallel calls, no call when
+    # required, any call when none, a call of a tool the named choice leaves out.
+    bad_name = [("not_offered_" + calls[0][0], *calls[0][1:])] + calls[1:]
+    assert not ok(render(family, pre, bad_name, thought))
+    if family != "harmony":
+        two = calls[:1] * 2
+        assert not ok(render(family, pre, two, thought), parallel=False)
+    assert not ok(render(family, text, [], thought), tool_choice="required")
+    assert not ok(render(family, text, calls, thought), tool_choice="none")
+    others = [t for t in tools if t["function"]["name"] != calls[0][0]]
+    if others:
+        only = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [others[0]]}}
+        assert not ok(render(family, "", calls[:1], thought), tool_choice=only)
+    # Arguments: accepted exactly when valid (XML styles: raw strings read as text, no
+    # undeclared parameters, string keywords other than enum/const not enforced).
+    name, args, schema = calls[0]
+    for _ in range(3):
+        bad = mutate(args, rng)
+        if family in XML:
+            if not isinstance(bad, dict) or any("<" in json.dumps(v) for v in bad.values()):
+                continue
+            got = ok(render(family, pre, [(name, bad, schema)], thought))
+            meaning = xml_meaning(bad, schema)
+            if not all(k in schema["properties"] for k in bad):
+                assert not got
+            elif any(k not in bad for k in schema.get("required", [])):
+                assert not got
+            elif got:
+                assert is_valid(schema, meaning), meaning
+            continue
+        got = ok(render(family, pre, [(name, bad, schema)], thought))
+        assert got == is_valid(strict(schema), bad), (bad, got)
+
+
+# ------------------------------------------------------------------ layouts and errors
+WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather of a city.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+    "required": ["city"]}}}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
+    "type": "object", "properties": {"tz": {"enum": ["UTC", "CET"]}}, "required": ["tz"]}}}
+
+
+@pytest.mark.parametrize("family, good, bad", [
+    ("hermes", '<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>',
+     '<tool_call>\n{"name":"get_time","arguments":{"tz":"UTC"}}\n</tool_call>'),
+    ("llama3_json", '{"name": "get_time", "parameters": {"tz": "CET"}}', ' {"name": "get_time", "parameters": {}}'),
+    ("mistral", '[TOOL_CALLS] [{"name": "get_time", "arguments": {"tz": "UTC"}}]',
+     '[TOOL_CALLS][{"name": "get_time", "arguments": {"tz": "UTC"}}] Done.'),
+    ("qwen3_coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
+     "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+     "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"),
+    ("glm45", "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>",
+     "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>PST</arg_value>\n</tool_call>"),
+    ("harmony", '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>',
+     '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>'
+     "<|start|>assistant<|channel|>final<|message|>x<|return|>"),
+])
+def test_exact_layouts(family, good, bad):
+    assert grammar_accepts(family, [WEATHER, TIME], good)
+    assert not grammar_accepts(family, [WEATHER, TIME], bad)
+
+
+def test_partial_trigger_in_free_text_is_text():
+    assert grammar_accepts("hermes", [TIME], "Use <tool_ call> or <tool_call")
+    assert not grammar_accepts("hermes", [TIME], "Use <tool_call> here")
+
+
+@pytest.mark.parametrize("tool_choice", [
+    {"type": "function", "function": {"name": "nope"}},
+    {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "x"}}]}},
+    ["get_time", "nope"],
+])
+def test_a_choice_naming_a_tool_not_offered_raises(tool_choice):
+    with pytest.raises(xgr2.ToolCallingError, match="not among the offered tools") as e:
+        tool_calling.hermes([WEATHER, TIME], tool_choice)
+    assert isinstance(e.value, ValueError)
+
+
+@pytest.mark.parametrize("tools, tool_choice, words", [
+    ([WEATHER], "sometimes", "tool_choice must be"),
+    ([WEATHER], {"type": "allowed_tools", "allowed_tools": {"mode": "none", "tools": []}}, "mode must be"),
+    ([WEATHER, WEATHER], "auto", "two tools are named"),
+    ([{"type": "function"}], "auto", "tools\\[0\\]"),
+    ([{"type": "function", "function": {"description": "x"}}], "auto", "name must be"),
+    ({"type": "function"}, "auto", "must be a list"),
+    ([], "required", "no tool is offered"),
+    ([WEATHER], {"type": "custom"}, "expected"),
+])
+def test_bad_requests_raise_tool_calling_error(tools, tool_choice, words):
+    with pytest.raises(xgr2.ToolCallingError, match=words):
+        tool_calling.llama3_function_tag(tools, tool_choice)
+
+
+def test_unknown_family_and_bad_parameters():
+    with pytest.raises(xgr2.ToolCallingError, match="unknown tool-calling family"):
+        tool_calling.structural_tag("llama5", [WEATHER])
+    bad = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "minProperties": "x"}}}
+    with pytest.raises(xgr2.StructuralTagError):
+        tool_calling.hermes([bad])
+
+
+def test_no_tools_with_auto_is_free_text_and_specs_are_json():
+    assert grammar_accepts("kimi_k2", [], "anything at all")
+    for family in tool_calling.FAMILIES:
+        spec = tool_calling.structural_tag(family, [WEATHER, TIME], "auto", reasoning=True)
+        assert json.loads(json.dumps(spec)) == spec
+
+
+@pytest.mark.parametrize("family", ["hermes", "kimi_k2", "qwen3_coder"])
+def test_token_masks_along_an_output_match_brute_force(family, llama3_tokenizer_info, llama3_hf_tokenizer):
+    from test_mask_oracle import check_along
+
+    calls = [("get_weather", {"city": "Paris", "days": 2}, WEATHER["function"]["parameters"])]
+    text = render(family, "Let me <tool check.", calls, "ok")
+    grammar = getattr(tool_calling, family)([WEATHER, TIME], reasoning=True)
+    state = xgr2.compile(grammar, llama3_tokenizer_info).initial_state()
+    ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)
+    state = check_along(state, ids, llama3_tokenizer_info, random.Random(0), range(0, len(ids) + 1, 4),
+                        complete_vocab=False)
+    assert state.can_terminate

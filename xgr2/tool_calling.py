@@ -1,0 +1,543 @@
+"""Tool-calling presets: the grammar of a model family's output, from OpenAI-style tools.
+
+Each preset takes the request's ``tools`` (``[{"type": "function", "function": {"name",
+"description", "parameters"}}]``), ``tool_choice``, ``parallel_tool_calls`` and
+``reasoning``, writes a structural tag (docs/structural_tags.md) for the family's output
+layout and compiles it with :meth:`xgr2.Grammar.from_structural_tag`. Argument values
+follow :meth:`xgr2.Grammar.from_json_schema` of the tool's ``parameters`` (properties in
+declared order, any JSON whitespace), through the structural tag's ``json_schema`` format.
+
+``tool_choice``:
+
+- ``"auto"``: free text, calls allowed (the family's rules for where they go);
+- ``"required"``: at least one call, and the answer starts with it (after the
+  reasoning, when ``reasoning=True``);
+- ``"none"``: free text only; text that would start a call is refused;
+- ``{"type": "function", "function": {"name": N}}``: like ``"required"``, tool ``N`` only;
+- ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required", "tools":
+  [...]}}`` (Chat Completions; the Responses form with ``mode``/``tools`` at the top level
+  too), or a plain list of tool names: those tools only, in that mode.
+
+A choice naming a tool that is not offered raises :class:`xgr2.ToolCallingError` (a
+``ValueError``). ``parallel_tool_calls=False`` allows one call at most.
+
+Special tokens: delimiters that are single special tokens in the family's tokenizer
+(``<|tool_call_begin|>``, ``<｜tool▁sep｜>``, ``<|channel|>``, ``[TOOL_CALLS]``, ...)
+are matched by their text here, byte by byte: the engine's structural tags do not take
+token ids yet. A special token matches its text only when the
+:class:`xgr2.TokenizerInfo` lists it as an ordinary token spelled by that text (not in
+``special_token_ids``, which never match grammar text; ``from_huggingface`` puts a
+tokenizer's special added tokens there); otherwise the model must spell the delimiter
+with ordinary tokens. Matching by token id is future work.
+
+>>> import xgr2
+>>> from xgr2 import tool_calling
+>>> tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+...     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+>>> g = tool_calling.hermes(tools, "required")
+>>> tok = xgr2.TokenizerInfo([bytes([b]) for b in range(256)])
+>>> text = '<tool_call>\\n{"name": "get_weather", "arguments": {"city": "Paris"}}\\n</tool_call>'
+>>> xgr2.compile(g, tok).initial_state().try_advance_bytes(text.encode()).can_terminate
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ._errors import ToolCallingError
+from ._grammar import Grammar
+
+__all__ = [
+    "FAMILIES",
+    "ToolChoice",
+    "deepseek_v3",
+    "deepseek_v31",
+    "glm45",
+    "harmony",
+    "hermes",
+    "kimi_k2",
+    "llama3_function_tag",
+    "llama3_json",
+    "mistral",
+    "qwen3_coder",
+    "structural_tag",
+]
+
+ToolChoice = Union[str, Mapping[str, Any], Sequence[Any]]
+"""``"auto"``, ``"required"``, ``"none"``, a named function, allowed tools, or a list of names."""
+
+_Format = dict[str, Any]  # a structural-tag format object
+
+
+@dataclass(frozen=True)
+class _Tool:
+    name: str
+    parameters: Any  # a JSON Schema (object or boolean)
+
+
+# ---------------------------------------------------------------------------------------
+# Requests: tools and tool_choice
+
+
+def _parse_tools(tools: Sequence[Mapping[str, Any]]) -> list[_Tool]:
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
+        raise ToolCallingError("tools must be a list of {\"type\": \"function\", \"function\": {...}} objects")
+    out: list[_Tool] = []
+    for i, tool in enumerate(tools):
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if not isinstance(tool, Mapping) or tool.get("type", "function") != "function" or not isinstance(fn, Mapping):
+            raise ToolCallingError(f"tools[{i}] must be {{\"type\": \"function\", \"function\": {{...}}}}")
+        name = fn.get("name")
+        if not isinstance(name, str) or not name:
+            raise ToolCallingError(f"tools[{i}].function.name must be a non-empty string")
+        if any(t.name == name for t in out):
+            raise ToolCallingError(f"two tools are named {name!r}")
+        # No parameters: OpenAI's "takes no arguments".
+        params = fn.get("parameters", {"type": "object", "properties": {}})
+        if not isinstance(params, (Mapping, bool)):
+            raise ToolCallingError(f"tools[{i}].function.parameters must be a JSON Schema object")
+        out.append(_Tool(name, dict(params) if isinstance(params, Mapping) else params))
+    return out
+
+
+def _tool_ref_name(ref: Any, where: str) -> str:
+    if isinstance(ref, str):
+        return ref
+    if isinstance(ref, Mapping):
+        fn = ref.get("function")
+        name = fn.get("name") if isinstance(fn, Mapping) else ref.get("name")
+        if isinstance(name, str):
+            return name
+    raise ToolCallingError(f"{where} must name a function: a name or {{\"type\": \"function\", \"function\": "
+                           f"{{\"name\": ...}}}}, got {ref!r}")
+
+
+def _choose(tools: list[_Tool], tool_choice: ToolChoice) -> tuple[str, list[_Tool]]:
+    """The mode ("auto", "required" or "none") and the tools a call may name."""
+    names: list[str] | None = None
+    if isinstance(tool_choice, str):
+        if tool_choice not in ("auto", "required", "none"):
+            raise ToolCallingError(f"tool_choice must be \"auto\", \"required\" or \"none\", got {tool_choice!r}")
+        mode = tool_choice
+    elif isinstance(tool_choice, Mapping):
+        kind = tool_choice.get("type")
+        if kind == "function":
+            mode, names = "required", [_tool_ref_name(tool_choice, "tool_choice")]
+        elif kind == "allowed_tools":
+            spec = tool_choice.get("allowed_tools", tool_choice)
+            if not isinstance(spec, Mapping):
+                raise ToolCallingError("tool_choice.allowed_tools must be an object with \"mode\" and \"tools\"")
+            mode = spec.get("mode", "auto")
+            if mode not in ("auto", "required"):
+                raise ToolCallingError(f"allowed_tools mode must be \"auto\" or \"required\", got {mode!r}")
+            refs = spec.get("tools")
+            if not isinstance(refs, Sequence) or isinstance(refs, (str, bytes)):
+                raise ToolCallingError("tool_choice.allowed_tools.tools must be a list")
+            names = [_tool_ref_name(r, f"allowed_tools.tools[{i}]") for i, r in enumerate(refs)]
+        else:
+            raise ToolCallingError(f"tool_choice of type {kind!r}: expected \"function\" or \"allowed_tools\"")
+    elif isinstance(tool_choice, Sequence) and not isinstance(tool_choice, bytes):
+        mode, names = "auto", [_tool_ref_name(r, f"tool_choice[{i}]") for i, r in enumerate(tool_choice)]
+    else:
+        raise ToolCallingError(f"unsupported tool_choice {tool_choice!r}")
+    chosen = tools
+    if names is not None:
+        by_name = {t.name: t for t in tools}
+        for name in names:
+            if name not in by_name:
+                raise ToolCallingError(f"tool_choice names {name!r}, which is not among the offered tools "
+                                       f"({', '.join(sorted(by_name)) or 'none'})")
+        chosen = [by_name[n] for n in dict.fromkeys(names)]
+    if not chosen and mode != "none":
+        if mode == "required":
+            raise ToolCallingError("tool_choice requires a call, but no tool is offered")
+        mode = "none"
+    return mode, chosen
+
+
+# ---------------------------------------------------------------------------------------
+# Structural-tag building blocks
+
+
+def _const(value: str) -> _Format:
+    return {"type": "const_string", "value": value}
+
+
+def _text(*excludes: str) -> _Format:
+    return {"type": "any_text", "excludes": list(excludes)} if excludes else {"type": "any_text"}
+
+
+def _regex(pattern: str) -> _Format:
+    return {"type": "regex", "pattern": pattern}
+
+
+def _seq(*elements: _Format) -> _Format:
+    return {"type": "sequence", "elements": list(elements)} if len(elements) != 1 else elements[0]
+
+
+def _tag(begin: str, content: _Format, end: str) -> _Format:
+    return {"type": "tag", "begin": begin, "content": content, "end": end}
+
+
+def _schema(schema: Any) -> _Format:
+    return {"type": "json_schema", "json_schema": schema}
+
+
+def _or(elements: list[_Format]) -> _Format:
+    return {"type": "or", "elements": elements} if len(elements) > 1 else elements[0]
+
+
+def _json_name(name: str) -> str:
+    return json.dumps(name, ensure_ascii=False)
+
+
+# `<think>` reasoning, then any whitespace before the answer (Qwen3 and DeepSeek-R1 write
+# "<think>\n...\n</think>\n\n").
+_THINK = _seq(_tag("<think>", _text(), "</think>"), _regex(r"[ \t\r\n]*"))
+
+
+def _is_string(schema: Mapping[str, Any]) -> bool:
+    """Typed ``string``, or untyped with a string ``const`` or an ``enum`` of strings."""
+    if "type" in schema:
+        return bool(schema["type"] == "string")
+    enum = schema.get("enum")
+    return isinstance(schema.get("const"), str) or (
+        isinstance(enum, list) and bool(enum) and all(isinstance(e, str) for e in enum))
+
+
+def _xml_value(schema: Any, root: Any) -> _Format:
+    """A parameter value in the XML styles: a string's raw text, other types as JSON."""
+    if isinstance(schema, Mapping) and _is_string(schema):
+        if isinstance(schema.get("const"), str):
+            return _const(schema["const"])
+        enum = schema.get("enum")
+        if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
+            return _or([_const(e) for e in enum])
+        return _text()
+    if isinstance(schema, Mapping) and isinstance(root, Mapping):  # keep $ref targets reachable
+        defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in schema}
+        schema = {**schema, **defs}
+    return _schema(schema)
+
+
+def _xml_params(tool: _Tool, begin: Callable[[str], str], end: str) -> _Format:
+    """The declared properties in order, each `begin(name) value end`; required ones
+    must appear, the others may be left out; no other properties."""
+    params = tool.parameters if isinstance(tool.parameters, Mapping) else {}
+    props = params.get("properties", {})
+    required = set(params.get("required", []))
+    elements: list[_Format] = []
+    for name, sub in props.items():
+        one = _tag(begin(name), _xml_value(sub, params), end)
+        elements.append(one if name in required else {"type": "optional", "content": one})
+    return _seq(*elements) if elements else _const("")
+
+
+@dataclass(frozen=True)
+class _Family:
+    """Calls that sit in free text (section None) or in one section that ends the output."""
+
+    call: Callable[[_Tool], _Format]  # one whole call, a `tag` that begins with `trigger`
+    trigger: str  # the text that starts a call (section None) or the section
+    section: Callable[[_Format], _Format] | None = None  # the calls' format -> the section tag
+    separator: str = ""  # between calls in a section
+
+
+def _answer(family: _Family, mode: str, tools: list[_Tool], parallel: bool) -> _Format:
+    if mode == "none":
+        return _text(family.trigger)
+    calls = [family.call(t) for t in tools]
+    if family.section is None:
+        return {"type": "triggered_tags", "triggers": [family.trigger], "tags": calls,
+                "at_least_one": mode == "required", "stop_after_first": not parallel}
+    inner = {"type": "tags_with_separator", "tags": calls, "separator": family.separator,
+             "at_least_one": True, "stop_after_first": not parallel}
+    return {"type": "triggered_tags", "triggers": [family.trigger], "tags": [family.section(inner)],
+            "at_least_one": mode == "required", "stop_after_first": True}
+
+
+def _wrap(answer: _Format, reasoning: bool) -> dict[str, Any]:
+    return {"type": "structural_tag", "format": _seq(_THINK, answer) if reasoning else answer}
+
+
+# ---------------------------------------------------------------------------------------
+# Families
+
+_LLAMA_FUNCTION_TAG = _Family(
+    call=lambda t: _tag(f"<function={t.name}>", _schema(t.parameters), "</function>"), trigger="<function=")
+
+_HERMES = _Family(
+    call=lambda t: _tag(f'<tool_call>\n{{"name": {_json_name(t.name)}, "arguments": ', _schema(t.parameters),
+                        "}\n</tool_call>"),
+    trigger="<tool_call>")
+
+_QWEN3_CODER = _Family(
+    call=lambda t: _tag(f"<tool_call>\n<function={t.name}>\n",
+                        _xml_params(t, lambda p: f"<parameter={p}>\n", "\n</parameter>\n"),
+                        "</function>\n</tool_call>"),
+    trigger="<tool_call>")
+
+_GLM45 = _Family(
+    call=lambda t: _tag(f"<tool_call>{t.name}\n",
+                        _xml_params(t, lambda p: f"<arg_key>{p}</arg_key>\n<arg_value>", "</arg_value>\n"),
+                        "</tool_call>"),
+    trigger="<tool_call>")
+
+_MISTRAL = _Family(
+    call=lambda t: _tag(f'{{"name": {_json_name(t.name)}, "arguments": ', _schema(t.parameters), "}"),
+    trigger="[TOOL_CALLS]",
+    section=lambda calls: _tag("[TOOL_CALLS]", _seq(_regex(" ?"), _const("["), calls, _const("]")), ""),
+    separator=", ")
+
+_DEEPSEEK_V3 = _Family(
+    call=lambda t: _tag(f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{t.name}\n```json\n", _schema(t.parameters),
+                        "\n```<｜tool▁call▁end｜>"),
+    trigger="<｜tool▁calls▁begin｜>",
+    section=lambda calls: _tag("<｜tool▁calls▁begin｜>", calls, "<｜tool▁calls▁end｜>"),
+    separator="\n")
+
+_DEEPSEEK_V31 = _Family(
+    call=lambda t: _tag(f"<｜tool▁call▁begin｜>{t.name}<｜tool▁sep｜>", _schema(t.parameters), "<｜tool▁call▁end｜>"),
+    trigger="<｜tool▁calls▁begin｜>",
+    section=lambda calls: _tag("<｜tool▁calls▁begin｜>", calls, "<｜tool▁calls▁end｜>"))
+
+_KIMI_K2 = _Family(
+    call=lambda t: _tag(f"<|tool_call_begin|>functions.{t.name}:",
+                        _seq(_regex("[0-9]+"), _const("<|tool_call_argument_begin|>"), _schema(t.parameters)),
+                        "<|tool_call_end|>"),
+    trigger="<|tool_calls_section_begin|>",
+    section=lambda calls: _tag("<|tool_calls_section_begin|>", calls, "<|tool_calls_section_end|>"))
+
+
+def _family_spec(family: _Family, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice,
+                 parallel_tool_calls: bool, reasoning: bool) -> dict[str, Any]:
+    mode, chosen = _choose(_parse_tools(tools), tool_choice)
+    return _wrap(_answer(family, mode, chosen, parallel_tool_calls), reasoning)
+
+
+def _llama3_json_spec(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
+                      reasoning: bool) -> dict[str, Any]:
+    mode, chosen = _choose(_parse_tools(tools), tool_choice)
+    # Free text may not start with "{" (that is a call) nor with whitespace (so that
+    # whitespace before a "{" cannot hide a call).
+    text = _or([_const(""), _seq(_regex("[^{ \t\r\n]"), _text())])
+    calls = {"type": "tags_with_separator", "separator": "; ", "at_least_one": True,
+             "stop_after_first": not parallel_tool_calls,
+             "tags": [_tag(f'{{"name": {_json_name(t.name)}, "parameters": ', _schema(t.parameters), "}")
+                      for t in chosen]} if chosen else text
+    answer = {"none": text, "required": calls, "auto": _or([calls, text])}[mode]
+    return _wrap(answer, reasoning)
+
+
+def _harmony_spec(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
+                  reasoning: bool) -> dict[str, Any]:
+    del parallel_tool_calls  # a Harmony turn ends at its first <|call|>
+    mode, chosen = _choose(_parse_tools(tools), tool_choice)
+    final = _tag("<|channel|>final<|message|>", _text(), "<|return|>")
+    calls = [_tag(f"<|channel|>commentary to=functions.{t.name} <|constrain|>json<|message|>",
+                  _schema(t.parameters), "<|call|>") for t in chosen]
+    answer = {"none": final, "required": _or(calls) if calls else final, "auto": _or(calls + [final])}[mode]
+    if reasoning:
+        analysis = _tag("<|channel|>analysis<|message|>", _text(), "<|end|>")
+        answer = _seq(analysis, _const("<|start|>assistant"), answer)
+    return {"type": "structural_tag", "format": answer}
+
+
+_SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool], dict[str, Any]]] = {
+    "llama3_json": _llama3_json_spec,
+    "llama3_function_tag": lambda *a: _family_spec(_LLAMA_FUNCTION_TAG, *a),
+    "hermes": lambda *a: _family_spec(_HERMES, *a),
+    "qwen3_coder": lambda *a: _family_spec(_QWEN3_CODER, *a),
+    "mistral": lambda *a: _family_spec(_MISTRAL, *a),
+    "deepseek_v3": lambda *a: _family_spec(_DEEPSEEK_V3, *a),
+    "deepseek_v31": lambda *a: _family_spec(_DEEPSEEK_V31, *a),
+    "kimi_k2": lambda *a: _family_spec(_KIMI_K2, *a),
+    "glm45": lambda *a: _family_spec(_GLM45, *a),
+    "harmony": _harmony_spec,
+}
+
+FAMILIES: tuple[str, ...] = tuple(_SPECS)
+"""The names :func:`structural_tag` takes, one per preset function of this module."""
+
+
+def structural_tag(family: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                   parallel_tool_calls: bool = True, reasoning: bool = False) -> dict[str, Any]:
+    """The structural tag (``{"type": "structural_tag", "format": ...}``) of a preset.
+
+    The same JSON that the preset compiles; it can also be sent as a ``response_format``.
+
+    Args:
+        family: one of :data:`FAMILIES` (the preset function's name).
+        tools, tool_choice, parallel_tool_calls, reasoning: as for the preset.
+
+    Returns:
+        The spec, a JSON-serializable dict.
+
+    Raises:
+        ToolCallingError: an unknown family, bad tools or a bad ``tool_choice``.
+
+    >>> structural_tag("hermes", [], "none")
+    {'type': 'structural_tag', 'format': {'type': 'any_text', 'excludes': ['<tool_call>']}}
+    """
+    if family not in _SPECS:
+        raise ToolCallingError(f"unknown tool-calling family {family!r}; known: {', '.join(FAMILIES)}")
+    return _SPECS[family](tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def _grammar(family: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
+             reasoning: bool) -> Grammar:
+    return Grammar.from_structural_tag(structural_tag(family, tools, tool_choice,
+                                                      parallel_tool_calls=parallel_tool_calls, reasoning=reasoning))
+
+
+_ARGS = """
+    Args:
+        tools: OpenAI-style tool definitions.
+        tool_choice: see the module docstring.
+        parallel_tool_calls: whether more than one call may be made.
+        reasoning: {reasoning}
+
+    Returns:
+        The grammar of the whole output.
+
+    Raises:
+        ToolCallingError: bad tools, or a ``tool_choice`` naming a tool that is not offered.
+        StructuralTagError: a tool's ``parameters`` the JSON Schema front end rejects.
+"""
+_THINK_DOC = ("put ``<think>`` free text ``</think>`` first, then any whitespace "
+              "(Qwen3, DeepSeek-R1, GLM-4.5, Kimi-K2-Thinking).")
+
+
+def llama3_json(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Llama 3.1 / 3.2 / 3.3 JSON tool calls (Meta's JSON tool-calling prompt; vLLM's
+    ``llama3_json`` parser).
+
+    The output is either free text or only calls, each exactly
+    ``{"name": "NAME", "parameters": ARGS}`` (that spacing; ARGS any JSON layout),
+    several joined by ``"; "``. Free text is empty or starts with a character other
+    than ``{`` and whitespace. The optional ``<|python_tag|>`` prefix is not produced.
+    """
+    return _grammar("llama3_json", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def llama3_function_tag(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                        parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Llama 3.1 custom-function calls: ``<function=NAME>ARGS</function>`` in free text.
+
+    Free text runs until the first ``<function=``, which must go on into a call of an
+    offered tool; free text resumes after ``</function>`` (unless parallel calls are off,
+    then the output ends there).
+    """
+    return _grammar("llama3_function_tag", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def hermes(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+           parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Hermes 2/3, Qwen 2.5 and Qwen3 (non-coder) calls in free text, each exactly
+    ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>``.
+
+    Free text (between calls, too: the templates put ``\\n``) runs until the first
+    ``<tool_call>``, which must go on into a call.
+    """
+    return _grammar("hermes", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def qwen3_coder(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Qwen3-Coder XML-style calls in free text, each exactly::
+
+        <tool_call>
+        <function=NAME>
+        <parameter=P>
+        VALUE
+        </parameter>
+        ...
+        </function>
+        </tool_call>
+
+    Parameters come in the schema's declared order, required ones always, optional
+    ones possibly left out, no others. VALUE is the raw text of a ``string``-typed
+    parameter (its ``enum``/``const`` enforced, other string keywords not; it may not
+    contain ``\\n</parameter>\\n``) and JSON (``from_json_schema`` of the property's
+    schema) for every other parameter.
+    """
+    return _grammar("qwen3_coder", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def mistral(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Mistral 7B v0.3 / Nemo / Small (v3 tokenizer): free text, then possibly
+    ``[TOOL_CALLS]`` and, after an optional space, a JSON list
+    ``[{"name": "NAME", "arguments": ARGS}, ...]`` (calls joined by ``", "``), which ends
+    the output.
+    """
+    return _grammar("mistral", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def deepseek_v3(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """DeepSeek V3 / V3-0324 / R1: free text, then possibly one section that ends the
+    output: ``<｜tool▁calls▁begin｜>``, calls joined by ``\\n``, each
+    ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS\\n```<｜tool▁call▁end｜>``,
+    then ``<｜tool▁calls▁end｜>``.
+    """
+    return _grammar("deepseek_v3", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def deepseek_v31(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                 parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """DeepSeek V3.1: free text, then possibly one section that ends the output:
+    ``<｜tool▁calls▁begin｜>``, calls with nothing between them, each
+    ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>``, then
+    ``<｜tool▁calls▁end｜>``.
+    """
+    return _grammar("deepseek_v31", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def kimi_k2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """Kimi K2: free text, then possibly one section that ends the output:
+    ``<|tool_calls_section_begin|>``, calls with nothing between them, each
+    ``<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>ARGS<|tool_call_end|>``
+    (INDEX decimal digits, not checked to count up), then ``<|tool_calls_section_end|>``.
+    """
+    return _grammar("kimi_k2", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def glm45(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+          parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """GLM-4.5 / 4.6 calls in free text, each exactly
+    ``<tool_call>NAME\\n`` then per parameter ``<arg_key>P</arg_key>\\n<arg_value>VALUE</arg_value>\\n``
+    then ``</tool_call>``. Parameters and VALUE as in :func:`qwen3_coder` (a string's raw
+    text may not contain ``</arg_value>\\n``).
+    """
+    return _grammar("glm45", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """OpenAI Harmony (gpt-oss), the text generated after the prompt's ``<|start|>assistant``.
+
+    With ``reasoning``: ``<|channel|>analysis<|message|>TEXT<|end|><|start|>assistant``
+    first. Then either a call,
+    ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>``,
+    or the answer, ``<|channel|>final<|message|>TEXT<|return|>`` (``"none"``: only the
+    answer; ``"required"``: only a call). A turn ends at its first ``<|call|>``, so
+    ``parallel_tool_calls`` changes nothing. ``<|call|>`` and ``<|return|>`` are part of
+    the grammar's text: with a tokenizer that marks them as stop tokens, put their text
+    in the vocabulary as described in the module docstring.
+    """
+    return _grammar("harmony", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
+for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, kimi_k2,
+           glm45):
+    _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
+harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
+    reasoning="put the ``analysis`` channel's message first.")
+del _f
