@@ -557,7 +557,9 @@ class SchemaCompiler {
         }
       } else if (k == "properties") {
         if (!v.IsObject()) return std::nullopt;
+        std::optional<std::set<std::string>> within_names = within ? GeneratedNames(*within) : std::nullopt;
         for (const auto& [name, sub] : v.members) {
+          if (within_names && !within_names->count(name)) continue;  // never present within
           // The value of `name` in an object that `within` allows meets its schema there.
           const JsonValue* wp = within ? within->Find("properties") : nullptr;
           const JsonValue* sub_within = wp && wp->IsObject() ? wp->Find(name) : nullptr;
@@ -911,9 +913,36 @@ class SchemaCompiler {
       }
       return false;
     };
-    bool objects_only = !ta.count("string") && !ta.count("number") && !ta.count("null") && !ta.count("boolean") &&
-                        !ta.count("array");
-    if (objects_only && (forbids(ra, pb) || forbids(rb, pa))) return true;
+    // A name one side requires that the other side's closed property list leaves out.
+    auto closed_to = [&](const JsonValue* required, const JsonValue& other) {
+      const JsonValue* extra = other.Find("additionalProperties");
+      const JsonValue* patterns = other.Find("patternProperties");
+      if (!required || !required->IsArray() || !extra || !extra->IsBool() || extra->boolean ||
+          (patterns && !patterns->IsObject())) {
+        return false;
+      }
+      const JsonValue* props = other.Find("properties");
+      auto matches_a_pattern = [&](const std::string& name) {
+        if (!patterns) return false;
+        for (const auto& [pattern, sub] : patterns->members) {
+          try {
+            if (SearchDfa(pattern).Accepts(name)) return true;
+          } catch (const std::exception&) {
+            return true;  // an invalid or too large pattern: assume it may match
+          }
+        }
+        return false;
+      };
+      for (const JsonValue& name : required->items) {
+        if (name.IsString() && !(props && props->IsObject() && props->Find(name.text)) && !matches_a_pattern(name.text)) {
+          return true;
+        }
+      }
+      return false;
+    };
+    bool objects_only = true;  // every value both may hold is an object
+    for (const auto& t : ta) objects_only = objects_only && (!tb.count(t) || t == "object");
+    if (objects_only && (forbids(ra, pb) || forbids(rb, pa) || closed_to(ra, b) || closed_to(rb, a))) return true;
     if (pa && pb && ra && rb && ra->IsArray() && rb->IsArray() && !ta.count("string") && !ta.count("number")) {
       for (const JsonValue& name : ra->items) {
         bool in_b = false;
