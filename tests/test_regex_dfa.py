@@ -110,3 +110,16 @@ def test_schema_automaton_limits_are_schema_errors(schema, pointer):
     assert info.value.pointer == pointer
     with pytest.warns(xgr2.SchemaWarning):
         xgr2.Grammar.from_json_schema(schema, unsupported="warn")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(ahead=st.lists(patterns(), min_size=1, max_size=2), body=patterns(),
+       texts=st.lists(st.text(CHARS, max_size=7), min_size=20, max_size=40))
+def test_leading_negative_lookaheads_agree_with_python_re(ahead, body, texts):
+    # `^(?!X)Y`, the form schemas use to exclude a prefix: the automaton path takes it
+    # (the regex parser refuses lookaround), as a search like any pattern.
+    pattern = "^" + "".join(f"(?!{x})" for x in ahead) + body.removeprefix("^")
+    texts += ["", "a", "ab", "ba", "é\n", "aab"]
+    got = xgr2._core.GrammarIR._regex_set_accepts(pattern, "", "a", 0, -1, texts)
+    want = [re.search(_end_of_string(pattern), s, re.ASCII) is not None for s in texts]
+    assert got == want, [(s, g) for s, g, w in zip(texts, got, want) if g != w]

@@ -1294,7 +1294,7 @@ class SchemaCompiler {
     if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
     int32_t content = -1;
     if (pattern && !pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
-    if (not_patterns || more_patterns || (pattern && (min_len > 0 || max_len >= 0))) {
+    if (not_patterns || more_patterns || (pattern && (min_len > 0 || max_len >= 0 || LeadingLookaheads(pattern->text)))) {
       content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr);
     }
     if (pattern && content < 0) {

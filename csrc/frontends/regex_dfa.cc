@@ -328,7 +328,51 @@ CharDfa CharDfa::FromExpr(const GrammarIR& g, int32_t expr) {
   return CharDfa(nfa.Determinize(start, end));
 }
 
+// The end of the group that opens at `open` (a '('), or npos: escapes and classes skipped.
+static size_t GroupEnd(const std::string& p, size_t open) {
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = open; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')' && --depth == 0) {
+      return i;
+    }
+  }
+  return std::string::npos;
+}
+
+size_t LeadingLookaheads(const std::string& pattern) {
+  size_t i = 1;
+  while (pattern.compare(0, 1, "^") == 0 && pattern.compare(i, 3, "(?!") == 0) {
+    size_t end = GroupEnd(pattern, i);
+    if (end == std::string::npos) break;
+    i = end + 1;
+  }
+  return i > 1 ? i : 0;
+}
+
 CharDfa CharDfa::FromPattern(const std::string& pattern, bool search) {
+  // `^(?!X)Y`: the strings of `^Y` that do not start with a match of X (the form schemas
+  // use to exclude a prefix); other lookaround stays refused by the regex parser.
+  if (size_t body = LeadingLookaheads(pattern)) {
+    CharDfa dfa = FromPattern("^" + pattern.substr(body), search);
+    for (size_t i = 1; i < body;) {
+      size_t end = GroupEnd(pattern, i);
+      std::string ahead = pattern.substr(i + 3, end - i - 3);
+      if (ahead.compare(0, 1, "^") == 0) ahead.erase(0, 1);  // position 0 already
+      dfa = dfa.Minus(FromPattern("^(?:" + ahead + ")", /*search=*/true));
+      i = end + 1;
+    }
+    return dfa;
+  }
   GrammarIR scratch;
   IrBuilder b(&scratch);
   int32_t expr = AppendRegex(&b, pattern, search);

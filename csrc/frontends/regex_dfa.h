@@ -47,6 +47,7 @@ class CharDfa {
   static CharDfa FromExpr(const GrammarIR& g, int32_t expr);
   // The strings a regex matches: fullmatch, or with `search` JSON Schema's `pattern`
   // semantics (contains a match). Throws RegexError like AppendRegex.
+  // Also takes leading negative lookaheads, `^(?!X)...`, which the regex parser refuses.
   static CharDfa FromPattern(const std::string& pattern, bool search);
   // Exactly these UTF-8 strings.
   static CharDfa Words(const std::vector<std::string>& words);
@@ -73,5 +74,9 @@ class CharDfa {
 // string content with every escape). An empty language gives Nothing().
 int32_t EmitDfa(IrBuilder* b, const CharDfa& dfa,
                 const std::function<int32_t(const std::vector<CodepointRange>&)>& chars, const std::string& name);
+
+// The length of a pattern's leading `^(?!X)` groups (0 when it has none): such a pattern
+// compiles only through CharDfa::FromPattern.
+size_t LeadingLookaheads(const std::string& pattern);
 
 }  // namespace xgr2
