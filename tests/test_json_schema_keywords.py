@@ -36,8 +36,10 @@ KEYWORDS = [
     ("patternProperties", "exact", {"type": "object", "patternProperties": {"^x-": {"type": "string"}}},
      "beside properties, additionalProperties and other patterns: a key matching several patterns takes all of their "
      "schemas, a declared name also those of the patterns it matches (key languages as automata, at most 64 regions); "
-     "refused beside propertyNames"),
-    ("propertyNames", "exact", {"type": "object", "propertyNames": {"maxLength": 3}}, "without declared properties"),
+     "with propertyNames, every key also in its names"),
+    ("propertyNames", "exact", {"type": "object", "propertyNames": {"maxLength": 3}},
+     "beside declared properties or patternProperties: only type string, pattern, min / maxLength, const and enum "
+     "(an automaton of names); alone: any string schema"),
     ("minProperties", "exact", {"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 1}, "up to 1000"),
     ("maxProperties", "exact", {"type": "object", "additionalProperties": True, "maxProperties": 2}, "up to 1000"),
     ("dependentRequired", "exact", {"properties": {"a": {}, "b": {}}, "dependentRequired": {"a": ["b"]}},

@@ -1528,8 +1528,19 @@ class SchemaCompiler {
     }
     std::vector<Property> declared;
     std::set<std::string> names;
+    // Declared and required names must also be names propertyNames allows.
+    std::optional<CharDfa> names_dfa;
+    const JsonValue* property_names = s.Find("propertyNames");
+    if (property_names && ((props && !props->members.empty()) || !required.empty())) {
+      names_dfa = NamesDfa(*property_names, ptr + "/propertyNames");
+    }
+    auto name_allowed = [&](const std::string& name) { return !names_dfa || names_dfa->Accepts(name); };
+    for (const std::string& r : required) {
+      if (!name_allowed(r)) return Nothing(&b_);
+    }
     if (props) {
       for (const auto& [name, sub] : props->members) {
+        if (!name_allowed(name)) continue;  // never present (and not required: checked above)
         std::string pp = ptr + "/properties/" + JsonPointerToken(name);
         const JsonValue& value_schema = *WithMatchingPatterns(s, name, sub, ptr);
         declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(),
@@ -1573,13 +1584,19 @@ class SchemaCompiler {
     // that declares none (`{"type": "object"}`) allows any.
     bool declares = s.Find("properties") != nullptr;
     bool allowed = addl ? !(addl->IsBool() && !addl->boolean) : !(opt_.strict && declares);
+    // propertyNames beside other key rules: its key language as an automaton, which every
+    // undeclared key must also be in (declared names are checked in ObjectExpr).
+    std::optional<CharDfa> names_dfa;
+    if (property_names && (pattern_props || !names.empty())) {
+      names_dfa = NamesDfa(*property_names, ptr + "/propertyNames");
+      if (!names_dfa) return -1;
+    }
     if (pattern_props && pattern_props->IsObject() && !pattern_props->members.empty()) {
       // strict: the patterns declare which keys are generated, as `properties` does.
       bool others = addl ? allowed : !opt_.strict;
-      if (property_names) {
-        Unsupported("patternProperties beside propertyNames", ptr + "/patternProperties");
-      } else if (pattern_props->members.size() > 1 || !names.empty() || others) {
-        return KeyRegions(*pattern_props, names, !others ? nullptr : addl ? addl : &TrueSchema(), ptr, depth);
+      if (pattern_props->members.size() > 1 || !names.empty() || others || names_dfa) {
+        return KeyRegions(*pattern_props, names, !others ? nullptr : addl ? addl : &TrueSchema(), ptr, depth,
+                          names_dfa ? &*names_dfa : nullptr);
       }
       const auto& [pattern, sub] = pattern_props->members[0];
       std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
@@ -1595,8 +1612,11 @@ class SchemaCompiler {
     if (!allowed) return -1;
     const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
     int32_t key;
-    if (property_names) {
-      if (!names.empty()) Unsupported("propertyNames beside declared properties", ptr + "/propertyNames");
+    if (names_dfa) {
+      CharDfa keys = names_dfa->Minus(CharDfa::Words({names.begin(), names.end()}));
+      if (keys.IsEmpty()) return -1;
+      key = b_.Seq({b_.Bytes("\""), EmitKeys(keys), b_.Bytes("\"")});
+    } else if (property_names) {
       JsonValue key_schema = AllOf(*property_names, Obj({{"type", Str("string")}}));
       key = Schema(*Keep(std::move(key_schema)), ptr + "/propertyNames", depth + 1);
     } else {
@@ -1623,12 +1643,53 @@ class SchemaCompiler {
     return out;
   }
 
+  int32_t EmitKeys(const CharDfa& keys) {
+    return EmitDfa(&b_, keys, [&](const std::vector<CodepointRange>& c) { return text_.CharIn(c); }, "key");
+  }
+
+  // The names `propertyNames` allows, as an automaton, when it says only what a string
+  // automaton can (type string, pattern, min / maxLength, const, enum, true / false);
+  // nullopt after Unsupported otherwise.
+  std::optional<CharDfa> NamesDfa(const JsonValue& schema, const std::string& ptr) {
+    const JsonValue& s = *Flatten(&schema, ptr, 0);
+    if (s.IsBool()) return s.boolean ? CharDfa::LengthBetween(0, -1) : CharDfa::Words({});
+    static const std::set<std::string> kNameKeywords = {"type", "pattern", "minLength", "maxLength", "const", "enum"};
+    for (const auto& [k, v] : s.members) {
+      if (kValidating.count(k) && !kNameKeywords.count(k)) {
+        Unsupported("propertyNames with `" + k + "` beside declared properties or patternProperties", ptr + "/" + k);
+        return std::nullopt;
+      }
+    }
+    try {
+      int64_t min_len = Count(s, "minLength", ptr, 0), max_len = Count(s, "maxLength", ptr, -1);
+      CharDfa dfa = CharDfa::LengthBetween(min_len, max_len);
+      if (const JsonValue* p = s.Find("pattern")) {
+        if (!p->IsString()) Fail("pattern must be a string", ptr + "/pattern");
+        dfa = dfa.Intersect(PatternDfa(p->text, ptr + "/pattern"));
+      }
+      const JsonValue* co = s.Find("const");
+      const JsonValue* en = s.Find("enum");
+      if (co || (en && en->IsArray())) {
+        std::vector<std::string> words;
+        for (const JsonValue& v : co ? std::vector<JsonValue>{*co} : en->items) {
+          if (v.IsString()) words.push_back(v.text);
+        }
+        dfa = dfa.Intersect(CharDfa::Words(words));
+      }
+      if (!TypesOf(s).count("string")) return CharDfa::Words({});
+      return dfa;
+    } catch (const DfaLimitError& e) {
+      Unsupported(e.what(), ptr);
+      return std::nullopt;
+    }
+  }
+
   // The undeclared properties beside patternProperties: keys are split into regions, one
   // per set of patterns a key matches (its value must satisfy all of their schemas),
   // declared names left out; keys matching no pattern take `others` (additionalProperties;
   // nullptr: none allowed, true: any value). Each region's key language is an automaton.
   int32_t KeyRegions(const JsonValue& pattern_props, const std::set<std::string>& names, const JsonValue* others,
-                     const std::string& ptr, int depth) {
+                     const std::string& ptr, int depth, const CharDfa* allowed_keys = nullptr) {
     constexpr size_t kMaxRegions = 64;
     struct Region {
       CharDfa keys;
@@ -1637,7 +1698,8 @@ class SchemaCompiler {
     std::string pp = ptr + "/patternProperties";
     std::vector<int32_t> alts;
     try {
-      std::vector<Region> regions = {{CharDfa::LengthBetween(0, -1).Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
+      CharDfa keys = allowed_keys ? *allowed_keys : CharDfa::LengthBetween(0, -1);
+      std::vector<Region> regions = {{keys.Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
       for (size_t i = 0; i < pattern_props.members.size(); ++i) {
         const std::string& pattern = pattern_props.members[i].first;
         CharDfa p = PatternDfa(pattern, pp + "/" + JsonPointerToken(pattern));
@@ -1661,7 +1723,7 @@ class SchemaCompiler {
         for (size_t k = 1; k < r.patterns.size(); ++k) value = Keep(AllOf(*value, pattern_props.members[r.patterns[k]].second));
         std::string vp = r.patterns.empty() ? ptr + "/additionalProperties"
                                             : pp + "/" + JsonPointerToken(pattern_props.members[r.patterns[0]].first);
-        int32_t key = EmitDfa(&b_, r.keys, [&](const std::vector<CodepointRange>& c) { return text_.CharIn(c); }, "key");
+        int32_t key = EmitKeys(r.keys);
         alts.push_back(b_.Seq({b_.Bytes("\""), key, b_.Bytes("\""), text_.KeySeparator(), Schema(*value, vp, depth + 1)}));
       }
     } catch (const DfaLimitError& e) {
