@@ -22,6 +22,14 @@ from typing import Any, Callable
 
 import numpy as np
 
+# A checkout whose xgr2/ has a compiled core linked in (a developer's build, as
+# tests/conftest.py allows) is benchmarked instead of the installed package: Python puts
+# benchmarks/, not the repository root, first on sys.path. Import this module before xgr2.
+_ROOT = Path(__file__).resolve().parent.parent
+if list((_ROOT / "xgr2").glob("_core*.so")) and str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(_ROOT), os.environ.get("PYTHONPATH", "")] if p)
+
 VOCAB_SIZE = 128_256
 STOP_TOKEN_IDS = [128001, 128009]  # <|end_of_text|>, <|eot_id|>
 MASK_WORDS = (VOCAB_SIZE + 31) // 32

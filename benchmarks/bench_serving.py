@@ -24,9 +24,9 @@ import itertools
 import time
 
 import numpy as np
-import xgr2
+from _common import append_results, load_tokenizer  # first: it puts a built source tree on sys.path
+import xgr2  # noqa: E402
 
-from _common import append_results, load_tokenizer
 from bench_state_memory import retained_bytes_section
 
 JSON_PREFIXES = ["", "{", '{"a', '{"a": ', '{"a": [1', '{"a": [1, "x', '{"a": [1, "x"], "b": tr', '{"a": {"c": -0.5']
