@@ -146,9 +146,10 @@ class SchemaCompiler {
   // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
   void IndexIds(const JsonValue& s) {
     if (s.IsObject()) {
-      for (const char* key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {
+      for (const std::string key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {  // id: draft 4
         const JsonValue* v = s.Find(key);
-        if (v && v->IsString()) ids_[key[1] == 'a' || key[1] == 'd' ? "#" + v->text : v->text] = &s;
+        bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
+        if (v && v->IsString()) ids_[anchor ? "#" + v->text : v->text] = &s;
       }
       for (const auto& [k, v] : s.members) {
         if (k == "enum" || k == "const" || k == "examples" || k == "default") continue;

@@ -333,12 +333,12 @@ class Converter {
       if (found < 0) Fail("the tag's begin \"" + t.begin + "\" starts with no trigger", At(t.path, "begin"));
       rests[found].push_back(b_.Seq({b_.Bytes(t.begin.substr(triggers[found].size())), t.rest}));
     }
-    std::vector<int32_t> targets;
     for (size_t i = 0; i < triggers.size(); ++i) {
       if (rests[i].empty()) Fail("no tag begins with the trigger \"" + triggers[i] + "\"", At(At(path, "triggers"), i));
-      targets.push_back(b_.RuleRef("triggered", b_.Choice(rests[i])));
     }
-    if (at_least_one && stop_after_first) return AnyTag(tags);
+    if (at_least_one && stop_after_first) return AnyTag(tags);  // exactly one tag: no dispatch rules
+    std::vector<int32_t> targets;
+    for (size_t i = 0; i < triggers.size(); ++i) targets.push_back(b_.RuleRef("triggered", b_.Choice(rests[i])));
     int32_t text = Dispatch(triggers, targets, excludes, !stop_after_first, path);
     if (!at_least_one) return text;
     return b_.Seq({AnyTag(tags), text});
