@@ -27,11 +27,14 @@ Grammar per request (free text with calls of the request's tools; "auto", parall
   engine lets free text hold the trigger. This is StructTag.to_grammar's construction
   with one trigger rule for all tools and the closing text excluded from holding it.
 
-Languages: the three grammars accept the same outputs except for (a) the JSON number and
-string details where the engines' JSON Schema front ends differ, (b) whitespace inside
-the arguments (each engine's default, all flexible), and (c) where the output ends: all
-allow a partial trigger ("<function") at the end. The script compares the masks of the
-first request of every configuration between engines and prints where they differ.
+Languages: the three grammars accept the same calls and free text, except (seen in the
+mask comparison this script prints, first request of each configuration): xgrammar's
+free text also takes Llama-3's 254 reserved special tokens and tokens that are partial
+UTF-8 characters; xgr2's `json_schema` content allows whitespace between `>` and the
+arguments and between them and `</function>`, and caps a whitespace run inside the
+arguments at 20 characters (the peers take longer runs of spaces); the rest are other
+tokenizations of the same text. All three let the output end in a partial trigger
+(`<function`).
 
 Server style: one compiler per engine across the 100 requests of a configuration, fresh
 for each configuration: xgr2 `Compiler(tok)` (whole-grammar cache on) with the
