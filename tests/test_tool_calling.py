@@ -327,3 +327,17 @@ def test_token_masks_along_an_output_match_brute_force(family, llama3_tokenizer_
     state = check_along(state, ids, llama3_tokenizer_info, random.Random(0), range(0, len(ids) + 1, 4),
                         complete_vocab=False)
     assert state.can_terminate
+
+
+def test_a_repeated_request_reuses_its_grammar_and_a_changed_one_does_not():
+    # A server sends the same tools again and again: the grammar is built once.
+    first = tool_calling.llama3_function_tag([WEATHER, TIME])
+    assert tool_calling.llama3_function_tag([json.loads(json.dumps(WEATHER)), TIME]) is first
+    changed = json.loads(json.dumps(WEATHER))
+    changed["function"]["name"] = "get_forecast"
+    other = tool_calling.llama3_function_tag([changed, TIME])
+    assert other is not first
+    assert tool_calling.llama3_function_tag([WEATHER, TIME], parallel_tool_calls=False) is not first
+    call = '<function=get_forecast>{"city": "Paris"}</function>'
+    assert xgr2.compile(other, BYTES).initial_state().try_advance_bytes(call.encode()) is not None
+    assert xgr2.compile(first, BYTES).initial_state().try_advance_bytes(call.encode()) is None
