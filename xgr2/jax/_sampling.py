@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, sample_by_rejection
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 
 __all__ = ["greedy", "sample"]
@@ -322,6 +323,22 @@ def _sample_blocks(
     return jnp.where(sampling & (sampled >= 0), sampled, fallback)
 
 
+def _full_sample(
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    k_bound: int | None,
+) -> jax.Array:
+    """The exact path that masks every block (see the module docstring)."""
+    xb, allowed = _masked_blocks(logits, bitmask, constrained)
+    return _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, k_bound=k_bound)
+
+
 @functools.partial(jax.jit, static_argnames=("k_bound", "has_k"))
 def _sample(
     key: jax.Array,
@@ -336,17 +353,53 @@ def _sample(
     k_bound: int | None,
     has_k: bool,
 ) -> jax.Array:
-    xb, allowed = _masked_blocks(logits, bitmask, constrained)
-    return _sample_blocks(
-        key, xb, allowed, temperature, top_k if has_k else None, top_p, min_p, k_bound=k_bound
-    )
+    k = top_k if has_k else None
+    if k is not None or top_p is not None or min_p is not None:
+        return _full_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
+    # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
+    # they cannot settle (see _candidates).
+    batch, vocab = logits.shape
+    c = _block_size(vocab)
+    xb = raw_blocks(logits, c)
+    words = block_words(bitmask, batch, vocab, c)
+    sampling = temperature > 0
+    none = (jnp.full((batch,), -1, jnp.int32), jnp.zeros((batch,), jnp.bool_))
+
+    def greedy_rows(_: None) -> tuple[jax.Array, jax.Array]:
+        tokens, _best, exact = greedy_candidates(xb, words, constrained, vocab)
+        return tokens, exact
+
+    def sampled_rows(_: None) -> tuple[jax.Array, jax.Array]:
+        inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
+        return sample_by_rejection(jax.random.fold_in(key, 0x5EED), xb, words, constrained, inv_temp)
+
+    g_tokens, g_exact = jax.lax.cond(jnp.any(~sampling), greedy_rows, lambda _: none, None)
+    s_tokens, s_exact = jax.lax.cond(jnp.any(sampling), sampled_rows, lambda _: none, None)
+    tokens = jnp.where(sampling, s_tokens, g_tokens)
+    exact = jnp.where(sampling, s_exact, g_exact)
+
+    def full(_: None) -> jax.Array:
+        slow = _full_sample(key, logits, bitmask, temperature, None, None, None, constrained, None)
+        return jnp.where(exact, tokens, slow)
+
+    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+    return result
 
 
 @jax.jit
 def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
-    xb, allowed = _masked_blocks(logits, bitmask, constrained)
-    block_max = jnp.max(xb, axis=2)
-    return _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1))
+    batch, vocab = logits.shape
+    c = _block_size(vocab)
+    words = block_words(bitmask, batch, vocab, c)
+    tokens, _, exact = greedy_candidates(raw_blocks(logits, c), words, constrained, vocab)
+
+    def full(_: None) -> jax.Array:
+        xb, allowed = _masked_blocks(logits, bitmask, constrained)
+        block_max = jnp.max(xb, axis=2)
+        return jnp.where(exact, tokens, _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1)))
+
+    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+    return result
 
 
 # ----------------------------------------------------------------------------- explicit probs
