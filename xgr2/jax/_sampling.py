@@ -34,8 +34,9 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike, DTypeLike
+from jax.typing import ArrayLike
 
+from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, sample_by_rejection
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 
 __all__ = ["greedy", "sample"]
@@ -322,6 +323,22 @@ def _sample_blocks(
     return jnp.where(sampling & (sampled >= 0), sampled, fallback)
 
 
+def _full_sample(
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    k_bound: int | None,
+) -> jax.Array:
+    """The exact path that masks every block (see the module docstring)."""
+    xb, allowed = _masked_blocks(logits, bitmask, constrained)
+    return _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, k_bound=k_bound)
+
+
 @functools.partial(jax.jit, static_argnames=("k_bound", "has_k"))
 def _sample(
     key: jax.Array,
@@ -336,17 +353,53 @@ def _sample(
     k_bound: int | None,
     has_k: bool,
 ) -> jax.Array:
-    xb, allowed = _masked_blocks(logits, bitmask, constrained)
-    return _sample_blocks(
-        key, xb, allowed, temperature, top_k if has_k else None, top_p, min_p, k_bound=k_bound
-    )
+    k = top_k if has_k else None
+    if k is not None or top_p is not None or min_p is not None:
+        return _full_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
+    # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
+    # they cannot settle (see _candidates).
+    batch, vocab = logits.shape
+    c = _block_size(vocab)
+    xb = raw_blocks(logits, c)
+    words = block_words(bitmask, batch, vocab, c)
+    sampling = temperature > 0
+    none = (jnp.full((batch,), -1, jnp.int32), jnp.zeros((batch,), jnp.bool_))
+
+    def greedy_rows(_: None) -> tuple[jax.Array, jax.Array]:
+        tokens, _best, exact = greedy_candidates(xb, words, constrained, vocab)
+        return tokens, exact
+
+    def sampled_rows(_: None) -> tuple[jax.Array, jax.Array]:
+        inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
+        return sample_by_rejection(jax.random.fold_in(key, 0x5EED), xb, words, constrained, inv_temp)
+
+    g_tokens, g_exact = jax.lax.cond(jnp.any(~sampling), greedy_rows, lambda _: none, None)
+    s_tokens, s_exact = jax.lax.cond(jnp.any(sampling), sampled_rows, lambda _: none, None)
+    tokens = jnp.where(sampling, s_tokens, g_tokens)
+    exact = jnp.where(sampling, s_exact, g_exact)
+
+    def full(_: None) -> jax.Array:
+        slow = _full_sample(key, logits, bitmask, temperature, None, None, None, constrained, None)
+        return jnp.where(exact, tokens, slow)
+
+    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+    return result
 
 
 @jax.jit
 def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
-    xb, allowed = _masked_blocks(logits, bitmask, constrained)
-    block_max = jnp.max(xb, axis=2)
-    return _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1))
+    batch, vocab = logits.shape
+    c = _block_size(vocab)
+    words = block_words(bitmask, batch, vocab, c)
+    tokens, _, exact = greedy_candidates(raw_blocks(logits, c), words, constrained, vocab)
+
+    def full(_: None) -> jax.Array:
+        xb, allowed = _masked_blocks(logits, bitmask, constrained)
+        block_max = jnp.max(xb, axis=2)
+        return jnp.where(exact, tokens, _first_max(xb, allowed, block_max, jnp.max(block_max, axis=1)))
+
+    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+    return result
 
 
 # ----------------------------------------------------------------------------- explicit probs
@@ -399,12 +452,26 @@ def _truncated_probs(
 # ----------------------------------------------------------------------------- public API
 
 
-def _per_row(value: ArrayLike, batch: int, name: str, dtype: DTypeLike = jnp.float32) -> jax.Array:
-    """A python number or array of shape ``[]``/``[B]`` as ``dtype [B]``."""
-    array = jnp.asarray(value, dtype=dtype)
+@functools.lru_cache(maxsize=256)
+def _constant_row(value: float, batch: int, dtype: str) -> jax.Array:
+    """``full((batch,), value)`` built once per value: decode loops repeat the same few
+    parameters, and an eager ``jnp`` op costs ~0.1 ms of dispatch, as much as the whole
+    sampling kernel at B = 1. Built eagerly even inside a trace, so no tracer is cached."""
+    with jax.ensure_compile_time_eval():
+        return jnp.full((batch,), value, dtype)
+
+
+def _per_row(value: ArrayLike, batch: int, name: str, dtype: str = "float32") -> jax.Array:
+    """A python number or array of shape ``[]``/``[B]`` as ``dtype [B]`` (always a JAX
+    array, so that python numbers and arrays share one compilation)."""
+    if isinstance(value, (int, float, bool, np.number, np.bool_)):
+        return _constant_row(value.item() if isinstance(value, np.generic) else value, batch, dtype)
+    array = value if isinstance(value, jax.Array) else jnp.asarray(value)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
     if array.shape not in ((), (batch,)):
         raise ValueError(f"{name} must be a scalar or have shape ({batch},), got {array.shape}")
-    return jnp.broadcast_to(array, (batch,))
+    return array if array.shape == (batch,) else jnp.broadcast_to(array, (batch,))
 
 
 def _top_k_args(top_k: ArrayLike | None, batch: int) -> tuple[jax.Array | None, int | None, bool]:
@@ -420,8 +487,8 @@ def _top_k_args(top_k: ArrayLike | None, batch: int) -> tuple[jax.Array | None, 
         top_k = operator.index(top_k)
         if top_k < 1:
             raise ValueError(f"top_k must be >= 1 or None, got {top_k}")
-        return jnp.full((batch,), top_k, jnp.int32), top_k, True
-    array = _per_row(top_k, batch, "top_k", jnp.int32)
+        return _constant_row(top_k, batch, "int32"), top_k, True
+    array = _per_row(top_k, batch, "top_k", "int32")
     if isinstance(top_k, jax.core.Tracer):
         return array, None, True
     bound = max(int(np.max(np.asarray(top_k))), _MIN_K_BOUND)
@@ -437,7 +504,9 @@ def _prepare(logits: ArrayLike, bitmask: ArrayLike) -> tuple[jax.Array, jax.Arra
             f"expected logits [B, V] or [V] and bitmask [B, W] or [W], "
             f"got logits shape {lshape} and bitmask shape {mshape}"
         )
-    rows, mask = jnp.asarray(logits), jnp.asarray(bitmask)
+    # jnp.asarray on a device array still costs a dispatch (~15 us); skip it.
+    rows = logits if isinstance(logits, jax.Array) else jnp.asarray(logits)
+    mask = bitmask if isinstance(bitmask, jax.Array) else jnp.asarray(bitmask)
     single = rows.ndim == 1
     if single:
         rows = rows[None]
@@ -448,7 +517,7 @@ def _constrained(constrained: ArrayLike | None, batch: int) -> jax.Array | None:
     """The per-row ``constrained`` flags as bool ``[B]``, or None (every row constrained)."""
     if constrained is None:
         return None
-    return _per_row(constrained, batch, "constrained", jnp.bool_)
+    return _per_row(constrained, batch, "constrained", "bool")
 
 
 def sample(

@@ -194,7 +194,7 @@ def verify_tree(
             max_depth = int(np.max(np.where(np.asarray(valid), depth, 0)))
     q = None if draft_probs is None else jnp.asarray(draft_probs, _F32)
     temperature = _per_row(temperature, batch, "temperature")
-    k = None if top_k is None else _per_row(top_k, batch, "top_k", jnp.int32)
+    k = None if top_k is None else _per_row(top_k, batch, "top_k", "int32")
     p = None if top_p is None else _per_row(top_p, batch, "top_p")
     result: VerifyResult = _verify(
         key, logits, jnp.asarray(tree_bitmask), parents.astype(jnp.int32), tokens.astype(jnp.int32),
