@@ -261,12 +261,17 @@ def tree_step(params: Params, tree: DraftTree, pos: jax.Array, cache: KVCache, *
       Keep the accepted path's entries with :func:`compact_cache`.
     """
     TRACES["tree_step"] += 1
-    b, n = tree.tokens.shape
-    slots = pos[:, None] + jnp.arange(n, dtype=jnp.int32)[None, :]  # [B, N]
-    rows = jnp.arange(b)[:, None]
+    b = tree.tokens.shape[0]
 
     def write(c: KVCache, i: int, k: jax.Array, v: jax.Array) -> KVCache:
-        return KVCache(c.k.at[i, rows, slots].set(k), c.v.at[i, rows, slots].set(v))
+        # A row's nodes take the contiguous slots pos[r] ...: one in-place slice update per
+        # row (a scatter over the whole cache would copy it at every layer).
+        ck, cv = c
+        for r in range(b):
+            at = (i, r, pos[r], 0, 0)
+            ck = jax.lax.dynamic_update_slice(ck, k[r][None, None], at)
+            cv = jax.lax.dynamic_update_slice(cv, v[r][None, None], at)
+        return KVCache(ck, cv)
 
     positions = pos[:, None] + tree_depth(tree)
     x, updated = _layers(params, tree.tokens, positions, _tree_mask(tree, pos, cache.k.shape[2]), cache, write, cfg)

@@ -20,7 +20,7 @@ import numpy as np
 import xgr2
 from xgr2.jax._tree import DraftTree
 
-__all__ = ["TreeDrafter", "build_draft_tree", "prompt_lookup"]
+__all__ = ["TreeDrafter", "admissible_prefix", "build_draft_tree", "prompt_lookup", "text_lookup"]
 
 
 def prompt_lookup(
@@ -121,23 +121,78 @@ def build_draft_tree(roots: Sequence[int], paths: Sequence[Sequence[Sequence[int
     return DraftTree(jnp.asarray(parents), jnp.asarray(tokens), jnp.asarray(valid))
 
 
+def text_lookup(
+    text: str,
+    *,
+    max_suffix: int = 24,
+    min_suffix: int = 1,
+    max_branches: int = 3,
+    length: int = 32,
+) -> list[str]:
+    """Like :func:`prompt_lookup` on characters: continuations of the text's last characters.
+
+    Matching text rather than token ids finds continuations whose tokenization differs
+    (``name": "`` after a name that ended in another token). Suffix lengths are tried from
+    ``max_suffix`` down to ``min_suffix``, each one's matches most recent first.
+
+    Example:
+      >>> text_lookup('"a": 1, "bc": 2, "a', length=4)
+      ['": 1']
+    """
+    out: list[str] = []
+    size = min(max_suffix, len(text) - 1)
+    while size >= min_suffix:
+        suffix, end = text[-size:], len(text) - 1
+        while len(out) < max_branches:
+            at = text.rfind(suffix, 0, end)
+            if at < 0:
+                break
+            cont = text[at + size: at + size + length]
+            if cont and not any(prev.startswith(cont) for prev in out):
+                out.append(cont)
+            end = at + size - 1
+        if len(out) >= max_branches:
+            break
+        size -= 1
+    return out
+
+
+def admissible_prefix(state: xgr2.MatcherState, tokens: Sequence[int]) -> list[int]:
+    """The longest prefix of ``tokens`` the grammar accepts from ``state`` (a stop token ends it)."""
+    out: list[int] = []
+    for token in tokens:
+        nxt = state.try_advance(int(token))
+        if nxt is None:
+            break
+        out.append(int(token))
+        if nxt.is_terminated:
+            break
+        state = nxt
+    return out
+
+
 class TreeDrafter:
     """Drafts one token tree per row from the grammar's forced text and from prompt lookup.
 
-    Per row, the paths are (best first): the tokenization of the state's
-    :meth:`~xgr2.MatcherState.jump_forward_text` (when not empty) followed by the best
-    prompt-lookup continuation of the context extended by it, then the prompt-lookup
-    continuations of the context itself (:func:`prompt_lookup`). They are merged into a
-    trie of ``num_nodes`` nodes (:func:`build_draft_tree`). The tokenizer's canonical
-    spelling of the forced text may differ from the model's (its last token may merge
-    with what follows); verification simply rejects what the model would not emit.
+    Per row, candidate continuations come, best first, from: the state's
+    :meth:`~xgr2.MatcherState.jump_forward_text` ``F`` followed by character-level
+    lookups of the context text + ``F`` (:func:`text_lookup`), tokenized as one string
+    (so that ``F``'s last token can merge with what follows it, as the model's tokens
+    do); then token-level lookups of the context (:func:`prompt_lookup`). Each candidate
+    is cut where the grammar rejects it (:func:`admissible_prefix`: the tree spends no
+    node on a token the mask forbids) and to ``max_length`` tokens, and the candidates
+    are merged into a trie of ``num_nodes`` nodes (:func:`build_draft_tree`).
 
     Args:
       encode: text -> token ids, without special tokens (e.g.
         ``lambda s: tok.encode(s, add_special_tokens=False).ids`` for a ``tokenizers``
         tokenizer).
+      vocab: each token id's bytes (:attr:`xgr2.TokenizerInfo.decoded_vocab`), to spell
+        the context as text.
       num_nodes: nodes per tree, root included.
-      max_ngram, min_ngram, max_branches, lookup_length: see :func:`prompt_lookup`.
+      max_branches: candidates per source (text lookup, token lookup).
+      max_length: at most this many tokens per candidate.
+      max_ngram: longest token n-gram tried by the token lookup.
 
     Example:
       >>> import xgr2
@@ -146,7 +201,7 @@ class TreeDrafter:
       >>> state = xgr2.compile('root ::= "{" [ab]* ":" "ab}"', tok).initial_state().advance(0)
       >>> state = state.advance(3).advance(5)           # "{a:" -- the rest, "ab}", is forced
       >>> encode = lambda s: [vocab.index(c.encode()) for c in s]
-      >>> drafter = TreeDrafter(encode, num_nodes=6)
+      >>> drafter = TreeDrafter(encode, tok.decoded_vocab, num_nodes=6)
       >>> tree = drafter.draft([state], [[0, 3, 5]], roots=[5])
       >>> tree.tokens.tolist(), tree.parents.tolist()
       ([[5, 3, 4, 1, 0, 0]], [[-1, 0, 1, 2, -1, -1]])
@@ -155,37 +210,44 @@ class TreeDrafter:
     def __init__(
         self,
         encode: Callable[[str], Sequence[int]],
+        vocab: Sequence[bytes],
         *,
-        num_nodes: int = 16,
-        max_ngram: int = 3,
-        min_ngram: int = 1,
+        num_nodes: int = 8,
         max_branches: int = 3,
-        lookup_length: int = 8,
+        max_length: int = 8,
+        max_ngram: int = 3,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be positive, got {num_nodes}")
-        if not 1 <= min_ngram <= max_ngram:
-            raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
         self.encode = encode
+        self.vocab = vocab
         self.num_nodes = num_nodes
-        self.max_ngram, self.min_ngram = max_ngram, min_ngram
-        self.max_branches, self.lookup_length = max_branches, lookup_length
+        self.max_branches, self.max_length, self.max_ngram = max_branches, max_length, max_ngram
 
-    def _lookup(self, context: Sequence[int], branches: int) -> list[list[int]]:
-        return prompt_lookup(context, max_ngram=self.max_ngram, min_ngram=self.min_ngram, max_branches=branches,
-                             length=self.lookup_length)
+    def _text(self, context: Sequence[int]) -> str:
+        return b"".join(self.vocab[t] for t in context).decode("utf-8", errors="replace")
 
     def paths(self, state: xgr2.MatcherState | None, context: Sequence[int]) -> list[list[int]]:
-        """The drafted token sequences of one row, best first (none for a ``None`` or
-        terminated state)."""
+        """The drafted token sequences of one row, best first, each admissible from
+        ``state`` (none for a ``None`` or terminated state)."""
         if state is None or state.is_terminated:
             return []
-        out: list[list[int]] = []
-        forced = [int(t) for t in self.encode(state.jump_forward_text())][: self.num_nodes - 1]
+        forced = state.jump_forward_text()
+        text = self._text(context[-256:]) + forced  # a bounded window: the cost per step stays flat
+        # Text matches from the wrong place (the prompt's '"age" (integer)' after '"age"') are
+        # cut short by the grammar: look at several, keep the longest admissible ones.
+        by_text = [admissible_prefix(state, list(self.encode(forced + cont))[: self.max_length])
+                   for cont in text_lookup(text, max_branches=3 * self.max_branches)]
+        by_text.sort(key=len, reverse=True)  # stable: equal lengths keep the lookup's order
+        candidates = by_text[: self.max_branches]
         if forced:
-            after = self._lookup(list(context) + forced, 1)
-            out.append(forced + (after[0] if after else []))
-        out.extend(self._lookup(context, self.max_branches))
+            candidates.insert(0, admissible_prefix(state, list(self.encode(forced))[: self.max_length]))
+        candidates += [admissible_prefix(state, c) for c in prompt_lookup(
+            context, max_ngram=self.max_ngram, max_branches=self.max_branches, length=self.max_length)]
+        out: list[list[int]] = []
+        for path in candidates:
+            if path and not any(prev[: len(path)] == path for prev in out):
+                out.append(path)
         return out
 
     def draft(
