@@ -168,7 +168,7 @@ def generate(
     pos = len(prompt_ids)
     t0 = time.perf_counter()
     if speculative:
-        _run_speculative(model, tokenizer, decoder, logits, cache, prompt_ids, key, temperature, stats, stream)
+        _run_speculative(model, tokenizer, vocab_bytes, decoder, logits, cache, prompt_ids, key, temperature, stats, stream)
     while not speculative:
         # The device is computing `logits` (dispatched at the end of the previous step).
         t_mask = time.perf_counter()
@@ -196,7 +196,8 @@ def generate(
     return texts, stats
 
 
-def _run_speculative(model: Any, tokenizer: Any, decoder: xgr2.jax.ConstrainedDecoder, logits: jax.Array,
+def _run_speculative(model: Any, tokenizer: Any, decoder_vocab: list[bytes], decoder: xgr2.jax.ConstrainedDecoder,
+                     logits: jax.Array,
                      cache: Any, prompt_ids: list[int], key: jax.Array, temperature: float,
                      stats: GenerationStats, stream: _Utf8Stream) -> None:
     """The first token from the prefill's logits (as in the plain loop), then draft trees."""
@@ -206,7 +207,7 @@ def _run_speculative(model: Any, tokenizer: Any, decoder: xgr2.jax.ConstrainedDe
     stats.tokens += decoder.batch
     roots = decoder.commit(xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature))
     drafter = xgr2.jax.TreeDrafter(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
-                                   num_nodes=stats.draft_nodes)
+                                   decoder_vocab, num_nodes=stats.draft_nodes)
 
     def on_step(emitted: list[list[int]], accepted: int, mask_s: float) -> None:
         stats.steps += 1

@@ -117,7 +117,7 @@ def _rope(x: jax.Array, positions: jax.Array, base: float) -> jax.Array:
     """Rotate-half rotary embedding of ``x`` [B, S, heads, head_dim] at ``positions`` [S] or [B, S]."""
     half = x.shape[-1] // 2
     inv_freq = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
-    angles = positions.astype(jnp.float32)[..., None] * inv_freq  # [S, half] or [B, S, half]
+    angles = positions.astype(jnp.float32)[..., None] * inv_freq.reshape((1,) * positions.ndim + (half,))  # [(B,) S, half]
     if angles.ndim == 2:
         angles = angles[None]
     cos, sin = jnp.cos(angles)[:, :, None], jnp.sin(angles)[:, :, None]  # [1 or B, S, 1, half]
