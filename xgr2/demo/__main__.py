@@ -93,6 +93,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--no-constraint", action="store_true", help="run only the unconstrained generation")
+    p.add_argument("--speculative", action="store_true",
+                   help="also run speculative constrained decoding: a draft tree per model call from the "
+                        "grammar's forced text and prompt lookup (Llama models; greedy output is identical)")
+    p.add_argument("--draft-nodes", type=int, default=6, help="nodes per draft tree with --speculative")
     p.add_argument("--precompute", choices=["none", "all"], default="none",
                    help="xgr2's per-node token masks: computed on first use, overlapped with the model "
                         "(none), or all before generating (all)")
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     import xgr2
 
     from . import gguf_loader
-    from .generate import generate
+    from .generate import cache_length, generate
 
     t0 = time.perf_counter()
     ckpt = gguf_loader.load(args.model, progress=_log)
@@ -133,15 +137,20 @@ def main(argv: list[str] | None = None) -> int:
     _log(f"loaded in {time.perf_counter() - t0:.1f} s: {cfg.n_layers} layers, vocab {cfg.vocab_size}, "
          f"{info.tokenizer_size} tokens, stop tokens {info.stop_token_ids}")
 
-    runs = [False] if args.no_constraint else [True, False]
+    # (label, constrained, draft nodes); one cache length for all, so runs share compiled steps.
+    runs = [("unconstrained", False, 0)] if args.no_constraint else [("constrained", True, 0), ("unconstrained", False, 0)]
+    if args.speculative and not args.no_constraint:
+        runs.insert(0, ("speculative", True, args.draft_nodes))
+    max_len = cache_length(len(tokenizer.encode(prompt).ids),
+                           args.max_tokens + (args.draft_nodes if args.speculative else 0))
     results = []
-    for constrained in runs:
-        label = "constrained" if constrained else "unconstrained"
+    for label, constrained, nodes in runs:
         _log(f"{label} run: compiling for batch {args.batch} on first use, then generating")
         print(f"--- {label} (row 0 of {args.batch}) ---", flush=True)
         texts, stats = generate(model, tokenizer, compiled, prompt, max_tokens=args.max_tokens,
                                 temperature=args.temperature, seed=args.seed, batch=args.batch,
-                                constrained=constrained, on_text=lambda s: print(s, end="", flush=True))
+                                constrained=constrained, on_text=lambda s: print(s, end="", flush=True),
+                                max_len=max_len, speculative=nodes)
         print()
         for row, text in enumerate(texts[1:], start=1):
             print(f"--- {label} row {row} ---\n{text}")
@@ -160,10 +169,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:<14} {stats.tokens:>6} {stats.steps:>5} {stats.prefill_s:>9.2f} {stats.ms_per_step:>8.1f} "
               f"{stats.tokens_per_s:>9.1f} {mask[0]:>8} {mask[1]:>12} {sum(stats.finished):>4}/{args.batch:<3} "
               f"{valid:>3}/{args.batch}")
-    if len(results) == 2:
-        c, u = results[0][2], results[1][2]
+    by_label = {label: stats for label, _, stats in results}
+    if "constrained" in by_label and "unconstrained" in by_label:
+        c, u = by_label["constrained"], by_label["unconstrained"]
         print(f"constrained / unconstrained: tokens/s {c.tokens_per_s / u.tokens_per_s:.1%}, "
               f"steps/s {u.ms_per_step / c.ms_per_step:.1%}")
+    if "speculative" in by_label:
+        sp, c = by_label["speculative"], by_label["constrained"]
+        same = sp.token_ids == c.token_ids
+        print(f"speculative ({sp.draft_nodes}-node trees): {sp.mean_accepted:.2f} draft tokens accepted per "
+              f"row and model call, {c.steps / max(sp.steps, 1):.2f}x fewer model calls, tokens/s "
+              f"{sp.tokens_per_s / c.tokens_per_s:.2f}x constrained; same tokens as constrained: "
+              f"{'yes' if same else 'no'}" + ("" if args.temperature <= 0 else " (sampled: not expected)"))
     print("tokens/s: tokens from decode steps per second of decoding (prefill and compilation excluded)\n"
           "mask: host time in batch_fill_bitmask, overlapped with the device's decode step\n"
           "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None

@@ -232,6 +232,7 @@ class Gemma3(Llama):
     _forward = staticmethod(forward)
     _prefill = staticmethod(prefill)
     _decode_step = staticmethod(decode_step)
+    _tree_step = None  # no tree pass (speculative decoding) for Gemma 3 yet
 
     @staticmethod
     def from_checkpoint(ckpt: Any) -> Gemma3:

@@ -21,6 +21,8 @@ import numpy as np
 import xgr2
 import xgr2.jax
 
+from .speculative import TreeModel, speculative_loop, warm_up
+
 
 class Model(Protocol):
     """What :func:`generate` needs of a model (:class:`~xgr2.demo.llama.Llama`,
@@ -53,10 +55,19 @@ class GenerationStats:
     mask_s: float = 0.0            # host time spent filling bitmasks (ConstrainedDecoder.next_bitmask)
     finished: list[bool] = field(default_factory=list)       # row ended with a stop token
     token_ids: list[list[int]] = field(default_factory=list)  # per row, stop token excluded
+    draft_nodes: int = 0           # speculative: nodes per draft tree (0: one token per step)
+    accepted: int = 0              # speculative: draft tokens accepted, all rows and steps
+    row_steps: int = 0             # speculative: active rows summed over the tree steps
 
     @property
     def tokens_per_s(self) -> float:
         return self.decode_tokens / self.decode_s if self.decode_s else 0.0
+
+    @property
+    def mean_accepted(self) -> float:
+        """Speculative: draft tokens accepted per row and model call (each call also emits
+        one bonus token, so a row gains ``mean_accepted + 1`` tokens per call)."""
+        return self.accepted / self.row_steps if self.row_steps else 0.0
 
     @property
     def ms_per_step(self) -> float:
@@ -87,6 +98,7 @@ def generate(
     on_text: Callable[[str], None] | None = None,
     max_len: int | None = None,
     precompute: bool = True,
+    speculative: int = 0,
 ) -> tuple[list[str], GenerationStats]:
     """Samples ``batch`` completions of ``prompt``.
 
@@ -109,6 +121,10 @@ def generate(
       precompute: when constrained, start computing the grammar's node masks as a
         background job on the engine's thread pool (:class:`xgr2.PrecomputeJob`) before the prefill, so that they are ready (or on their way)
         when decoding starts; a mask not ready yet is computed on demand.
+      speculative: when positive (and constrained), each decode step runs a draft tree of
+        this many nodes (:mod:`xgr2.demo.speculative`; the model needs ``tree_step``);
+        greedy output is the same token for token. ``max_len`` must then also cover
+        these nodes (the default does).
 
     Returns:
       the text of each row (stop token excluded) and the run's :class:`GenerationStats`.
@@ -119,10 +135,14 @@ def generate(
         raise ValueError(f"model logits width {model.cfg.vocab_size} != tokenizer info vocab_size {info.vocab_size}")
     prompt_ids = tokenizer.encode(prompt).ids
     stats = GenerationStats(constrained=constrained, batch=batch, prompt_tokens=len(prompt_ids))
+    if speculative and not constrained:
+        raise ValueError("speculative decoding needs constrained=True (it drafts from the grammar's states)")
+    stats.draft_nodes = speculative
     if max_len is None:
-        max_len = cache_length(len(prompt_ids), max_tokens)
-    if max_len < len(prompt_ids) + max_tokens:
-        raise ValueError(f"max_len {max_len} < prompt ({len(prompt_ids)} tokens) + max_tokens ({max_tokens})")
+        max_len = cache_length(len(prompt_ids), max_tokens + speculative)
+    if max_len < len(prompt_ids) + max_tokens + speculative:
+        raise ValueError(f"max_len {max_len} < prompt ({len(prompt_ids)} tokens) + max_tokens ({max_tokens})"
+                         + (f" + draft nodes ({speculative})" if speculative else ""))
 
     if constrained and precompute:
         compiled_grammar.precompute_masks(background=True)  # overlaps the prefill below
@@ -139,12 +159,17 @@ def generate(
     xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature).block_until_ready()
     warm, cache = model.decode_step(np.zeros(batch, np.int32), len(prompt_ids), cache)
     warm.block_until_ready()
+    if speculative:
+        tree_model: TreeModel = model  # type: ignore[assignment]  # checked by use: Llama has tree_step
+        cache = warm_up(tree_model, batch, speculative, len(prompt_ids), cache, info.vocab_size, temperature)
 
     decoder = xgr2.jax.ConstrainedDecoder(compiled_grammar, batch, max_tokens=max_tokens, constrained=constrained)
     stream = _Utf8Stream(vocab_bytes, on_text)
     pos = len(prompt_ids)
     t0 = time.perf_counter()
-    while True:
+    if speculative:
+        _run_speculative(model, tokenizer, vocab_bytes, decoder, logits, cache, prompt_ids, key, temperature, stats, stream)
+    while not speculative:
         # The device is computing `logits` (dispatched at the end of the previous step).
         t_mask = time.perf_counter()
         bitmask = decoder.next_bitmask()  # finished rows (and unconstrained runs) allow all
@@ -169,6 +194,33 @@ def generate(
     stats.token_ids = out_ids
     texts = [b"".join(vocab_bytes[t] for t in ids).decode("utf-8", errors="replace") for ids in out_ids]
     return texts, stats
+
+
+def _run_speculative(model: Any, tokenizer: Any, decoder_vocab: list[bytes], decoder: xgr2.jax.ConstrainedDecoder,
+                     logits: jax.Array,
+                     cache: Any, prompt_ids: list[int], key: jax.Array, temperature: float,
+                     stats: GenerationStats, stream: _Utf8Stream) -> None:
+    """The first token from the prefill's logits (as in the plain loop), then draft trees."""
+    t_mask = time.perf_counter()
+    bitmask = decoder.next_bitmask()
+    stats.mask_s += time.perf_counter() - t_mask
+    stats.tokens += decoder.batch
+    roots = decoder.commit(xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature))
+    drafter = xgr2.jax.TreeDrafter(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
+                                   decoder_vocab, num_nodes=stats.draft_nodes)
+
+    def on_step(emitted: list[list[int]], accepted: int, mask_s: float) -> None:
+        stats.steps += 1
+        stats.mask_s += mask_s
+        stats.accepted += accepted
+        stats.row_steps += sum(1 for tokens in emitted if tokens)
+        count = sum(len(tokens) for tokens in emitted)  # stop tokens included (excluded from token_ids)
+        stats.tokens += count
+        stats.decode_tokens += count
+        stream.update(decoder.token_ids[0])
+
+    speculative_loop(model, decoder, drafter, roots, len(prompt_ids), cache, prompt_ids, key, temperature,
+                     on_step)
 
 
 class _Utf8Stream:

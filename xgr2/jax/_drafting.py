@@ -1,0 +1,269 @@
+"""Model-free draft trees for speculative decoding: grammar-forced text and prompt lookup.
+
+Two sources need no draft model. The grammar: where a state admits only one
+continuation, :meth:`xgr2.MatcherState.jump_forward_text` spells it out (property names,
+enum values, punctuation), and its tokenization is a likely draft. Prompt lookup: the last
+few tokens often occurred before, in the prompt or in the text so far (keys named in the
+request, a repeated ``", "``), and what followed them then is a likely continuation.
+:class:`TreeDrafter` merges both into one fixed-size :class:`DraftTree` per step (a trie,
+so shared prefixes cost one node); the model scores every node in one pass, and
+:func:`xgr2.jax.verify_tree` keeps the longest path it agrees with.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import jax.numpy as jnp
+import numpy as np
+
+import xgr2
+from xgr2.jax._tree import DraftTree
+
+__all__ = ["TreeDrafter", "admissible_prefix", "build_draft_tree", "prompt_lookup", "text_lookup"]
+
+
+def prompt_lookup(
+    context: Sequence[int],
+    *,
+    max_ngram: int = 3,
+    min_ngram: int = 1,
+    max_branches: int = 3,
+    length: int = 8,
+) -> list[list[int]]:
+    """Continuations of the context's last tokens, taken from where those tokens occurred before.
+
+    For ``n`` from ``max_ngram`` down to ``min_ngram``: every earlier occurrence of the
+    last ``n`` tokens, most recent first, proposes the (up to) ``length`` tokens that
+    followed it. Longer matches come first; a continuation equal to or a prefix of one
+    already proposed is skipped.
+
+    Args:
+      context: token ids (e.g. prompt + generated so far, the last committed token last).
+      max_ngram, min_ngram: the n-gram sizes tried (``1 <= min_ngram <= max_ngram``).
+      max_branches: at most this many continuations.
+      length: at most this many tokens per continuation.
+
+    Returns:
+      The continuations, best first (possibly none).
+
+    Example:
+      >>> prompt_lookup([5, 6, 7, 8, 1, 5, 6], length=2)
+      [[7, 8]]
+      >>> prompt_lookup([1, 2, 9, 1, 3, 1], max_ngram=1, length=1)
+      [[3], [2]]
+    """
+    if not 1 <= min_ngram <= max_ngram:
+        raise ValueError(f"need 1 <= min_ngram <= max_ngram, got {min_ngram}, {max_ngram}")
+    c = np.asarray(context, np.int64).reshape(-1)
+    out: list[list[int]] = []
+    for n in range(max_ngram, min_ngram - 1, -1):
+        if len(c) <= n:
+            continue
+        # Window i is c[i:i+n], i + n <= len - 1: a match always has a next token.
+        windows = np.lib.stride_tricks.sliding_window_view(c[:-1], n)
+        for i in np.flatnonzero((windows == c[-n:]).all(axis=1))[::-1]:
+            cont = c[i + n: i + n + length].tolist()
+            if any(prev[: len(cont)] == cont for prev in out):
+                continue
+            out.append(cont)
+            if len(out) >= max_branches:
+                return out
+    return out
+
+
+def build_draft_tree(roots: Sequence[int], paths: Sequence[Sequence[Sequence[int]]], num_nodes: int) -> DraftTree:
+    """A fixed-size batch of draft tries: row ``b`` holds ``roots[b]`` and the paths ``paths[b]``.
+
+    Paths are inserted in order below the root, sharing common prefixes; nodes are
+    numbered as they are created (so parents precede children and earlier paths' children
+    come first, which is the order :func:`xgr2.jax.verify_tree` tries them). A path stops
+    where the row runs out of nodes. Unused nodes are padding (``valid`` false, parent -1).
+
+    Args:
+      roots: the root token of each row (the last committed token, which the model
+        consumes at node 0).
+      paths: per row, the drafted token sequences, best first.
+      num_nodes: ``N``, the nodes per row (root included); fixed so that a jitted
+        consumer compiles once.
+
+    Returns:
+      A :class:`DraftTree` of ``[B, N]`` arrays.
+
+    Example:
+      >>> t = build_draft_tree([9], [[[1, 2], [1, 3], [4]]], num_nodes=6)
+      >>> t.parents.tolist(), t.tokens.tolist(), t.valid.tolist()
+      ([[-1, 0, 1, 1, 0, -1]], [[9, 1, 2, 3, 4, 0]], [[True, True, True, True, True, False]])
+    """
+    if num_nodes < 1:
+        raise ValueError(f"num_nodes must be positive, got {num_nodes}")
+    if len(paths) != len(roots):
+        raise ValueError(f"got {len(paths)} path lists for {len(roots)} roots")
+    batch = len(roots)
+    parents = np.full((batch, num_nodes), -1, np.int32)
+    tokens = np.zeros((batch, num_nodes), np.int32)
+    valid = np.zeros((batch, num_nodes), np.bool_)
+    for b in range(batch):
+        tokens[b, 0], valid[b, 0] = roots[b], True
+        children: dict[tuple[int, int], int] = {}
+        used = 1
+        for path in paths[b]:
+            node = 0
+            for token in path:
+                child = children.get((node, int(token)))
+                if child is None:
+                    if used == num_nodes:
+                        break
+                    child = children[(node, int(token))] = used
+                    parents[b, used], tokens[b, used], valid[b, used] = node, token, True
+                    used += 1
+                node = child
+    return DraftTree(jnp.asarray(parents), jnp.asarray(tokens), jnp.asarray(valid))
+
+
+def text_lookup(
+    text: str,
+    *,
+    max_suffix: int = 24,
+    min_suffix: int = 1,
+    max_branches: int = 3,
+    length: int = 32,
+) -> list[str]:
+    """Like :func:`prompt_lookup` on characters: continuations of the text's last characters.
+
+    Matching text rather than token ids finds continuations whose tokenization differs
+    (``name": "`` after a name that ended in another token). Suffix lengths are tried from
+    ``max_suffix`` down to ``min_suffix``, each one's matches most recent first.
+
+    Example:
+      >>> text_lookup('"a": 1, "bc": 2, "a', length=4)
+      ['": 1']
+    """
+    out: list[str] = []
+    size = min(max_suffix, len(text) - 1)
+    while size >= min_suffix:
+        suffix, end = text[-size:], len(text) - 1
+        while len(out) < max_branches:
+            at = text.rfind(suffix, 0, end)
+            if at < 0:
+                break
+            cont = text[at + size: at + size + length]
+            if cont and not any(prev.startswith(cont) for prev in out):
+                out.append(cont)
+            end = at + size - 1
+        if len(out) >= max_branches:
+            break
+        size -= 1
+    return out
+
+
+def admissible_prefix(state: xgr2.MatcherState, tokens: Sequence[int]) -> list[int]:
+    """The longest prefix of ``tokens`` the grammar accepts from ``state`` (a stop token ends it)."""
+    out: list[int] = []
+    for token in tokens:
+        nxt = state.try_advance(int(token))
+        if nxt is None:
+            break
+        out.append(int(token))
+        if nxt.is_terminated:
+            break
+        state = nxt
+    return out
+
+
+class TreeDrafter:
+    """Drafts one token tree per row from the grammar's forced text and from prompt lookup.
+
+    Per row, candidate continuations come, best first, from: the state's
+    :meth:`~xgr2.MatcherState.jump_forward_text` ``F`` followed by character-level
+    lookups of the context text + ``F`` (:func:`text_lookup`), tokenized as one string
+    (so that ``F``'s last token can merge with what follows it, as the model's tokens
+    do); then token-level lookups of the context (:func:`prompt_lookup`). Each candidate
+    is cut where the grammar rejects it (:func:`admissible_prefix`: the tree spends no
+    node on a token the mask forbids) and to ``max_length`` tokens, and the candidates
+    are merged into a trie of ``num_nodes`` nodes (:func:`build_draft_tree`).
+
+    Args:
+      encode: text -> token ids, without special tokens (e.g.
+        ``lambda s: tok.encode(s, add_special_tokens=False).ids`` for a ``tokenizers``
+        tokenizer).
+      vocab: each token id's bytes (:attr:`xgr2.TokenizerInfo.decoded_vocab`), to spell
+        the context as text.
+      num_nodes: nodes per tree, root included.
+      max_branches: candidates per source (text lookup, token lookup).
+      max_length: at most this many tokens per candidate.
+      max_ngram: longest token n-gram tried by the token lookup.
+
+    Example:
+      >>> import xgr2
+      >>> vocab = [b"{", b"}", b'"', b"a", b"b", b":", b"<eos>"]
+      >>> tok = xgr2.TokenizerInfo(vocab, stop_token_ids=[6])
+      >>> state = xgr2.compile('root ::= "{" [ab]* ":" "ab}"', tok).initial_state().advance(0)
+      >>> state = state.advance(3).advance(5)           # "{a:" -- the rest, "ab}", is forced
+      >>> encode = lambda s: [vocab.index(c.encode()) for c in s]
+      >>> drafter = TreeDrafter(encode, tok.decoded_vocab, num_nodes=6)
+      >>> tree = drafter.draft([state], [[0, 3, 5]], roots=[5])
+      >>> tree.tokens.tolist(), tree.parents.tolist()
+      ([[5, 3, 4, 1, 0, 0]], [[-1, 0, 1, 2, -1, -1]])
+    """
+
+    def __init__(
+        self,
+        encode: Callable[[str], Sequence[int]],
+        vocab: Sequence[bytes],
+        *,
+        num_nodes: int = 8,
+        max_branches: int = 3,
+        max_length: int = 8,
+        max_ngram: int = 3,
+    ) -> None:
+        if num_nodes < 1:
+            raise ValueError(f"num_nodes must be positive, got {num_nodes}")
+        self.encode = encode
+        self.vocab = vocab
+        self.num_nodes = num_nodes
+        self.max_branches, self.max_length, self.max_ngram = max_branches, max_length, max_ngram
+
+    def _text(self, context: Sequence[int]) -> str:
+        return b"".join(self.vocab[t] for t in context).decode("utf-8", errors="replace")
+
+    def paths(self, state: xgr2.MatcherState | None, context: Sequence[int]) -> list[list[int]]:
+        """The drafted token sequences of one row, best first, each admissible from
+        ``state`` (none for a ``None`` or terminated state)."""
+        if state is None or state.is_terminated:
+            return []
+        forced = state.jump_forward_text()
+        text = self._text(context[-256:]) + forced  # a bounded window: the cost per step stays flat
+        # Text matches from the wrong place (the prompt's '"age" (integer)' after '"age"') are
+        # cut short by the grammar: look at several, keep the longest admissible ones.
+        by_text = [admissible_prefix(state, list(self.encode(forced + cont))[: self.max_length])
+                   for cont in text_lookup(text, max_branches=3 * self.max_branches)]
+        by_text.sort(key=len, reverse=True)  # stable: equal lengths keep the lookup's order
+        candidates = by_text[: self.max_branches]
+        if forced:
+            candidates.insert(0, admissible_prefix(state, list(self.encode(forced))[: self.max_length]))
+        candidates += [admissible_prefix(state, c) for c in prompt_lookup(
+            context, max_ngram=self.max_ngram, max_branches=self.max_branches, length=self.max_length)]
+        out: list[list[int]] = []
+        for path in candidates:
+            if path and not any(prev[: len(path)] == path for prev in out):
+                out.append(path)
+        return out
+
+    def draft(
+        self,
+        states: Sequence[xgr2.MatcherState | None],
+        contexts: Sequence[Sequence[int]],
+        roots: Sequence[int],
+    ) -> DraftTree:
+        """The ``[B, num_nodes]`` draft trees of a batch.
+
+        Args:
+          states: each row's matcher state after its last committed token (``None``: a
+            finished row, drafted as a bare root).
+          contexts: each row's token ids so far (prompt and generated, ``roots[b]`` last).
+          roots: each row's last committed token (node 0, which the model consumes first).
+        """
+        if not len(states) == len(contexts) == len(roots):
+            raise ValueError(f"got {len(states)} states, {len(contexts)} contexts and {len(roots)} roots")
+        return build_draft_tree(roots, [self.paths(s, c) for s, c in zip(states, contexts)], self.num_nodes)
