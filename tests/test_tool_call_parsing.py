@@ -135,11 +135,3 @@ def test_unknown_family_raises():
     with pytest.raises(xgr2.ToolCallingError, match="unknown tool-calling family"):
         parse_calls("llama5", "")
 
-
-def test_doctests():
-    import doctest
-
-    import xgr2._tool_call_parsing as module
-
-    results = doctest.testmod(module)
-    assert results.failed == 0 and results.attempted > 0

@@ -136,14 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     from . import gguf_loader
     from .generate import generate
 
-    t0 = time.perf_counter()
-    ckpt = gguf_loader.load(args.model, progress=_log)
-    _log("moving weights to the device")
-    model = build_model(ckpt)
-    cfg = model.cfg
-    _log("building the tokenizer")
-    tokenizer = ckpt.tokenizer()
-    info = ckpt.tokenizer_info(tokenizer)
+    # The grammar first: a bad --tools, --schema, ... file fails before the model loads.
     schema = None
     tools: list[dict[str, Any]] | None = None
     if args.tools is not None:
@@ -163,6 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     else:
         schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
         grammar = xgr2.Grammar.from_json_schema(schema)
+    t0 = time.perf_counter()
+    ckpt = gguf_loader.load(args.model, progress=_log)
+    _log("moving weights to the device")
+    model = build_model(ckpt)
+    cfg = model.cfg
+    _log("building the tokenizer")
+    tokenizer = ckpt.tokenizer()
+    info = ckpt.tokenizer_info(tokenizer)
     if args.precompute == "all":
         _log("precomputing the grammar's token masks")
     compiled = xgr2.compile(grammar, info, precompute=args.precompute)
