@@ -176,6 +176,122 @@ def test_cli_regex(smollm2, capsys):
     assert "re.fullmatch" in out
 
 
+# --- --tools: SmolLM2 calls a tool (Hermes format) --------------------
+
+TOOLS_MAX_TOKENS = 96  # the CLI's default, so the CLI test below shares the compiled shapes
+
+
+@pytest.fixture(scope="module")
+def example_tools():
+    from xgr2.demo import tools as tool_mode
+
+    return tool_mode.load_tools(tool_mode.EXAMPLE_TOOLS)
+
+
+def _check_calls(text, tools, tool_choice, parallel=False):
+    """The calls in ``text``, each checked here: an offered tool (the named one, for a
+    named choice) and arguments that validate; their number follows ``tool_choice``."""
+    calls = xgr2.tool_calling.parse_calls("hermes", text, tools)
+    params = {t["function"]["name"]: t["function"]["parameters"] for t in tools}
+    offered = {tool_choice} if tool_choice in params else set(params)
+    for call in calls:
+        assert call.error is None and call.name in offered, (call, text)
+        jsonschema.validate(call.arguments, params[call.name])
+    if tool_choice == "none":
+        assert calls == [], text
+    elif tool_choice != "auto":
+        assert calls, text
+    if not parallel:
+        assert len(calls) <= 1, text
+    return calls
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("tool_choice", ["required", "set_thermostat", "none"])
+def test_tools_sampled_calls_validate(smollm2, example_tools, tool_choice):
+    """Sampled rows (temperature 1) under each tool_choice: a finished row's calls name
+    an offered tool, validate and follow the count rule; a row cut off by the budget is a
+    prefix the grammar accepts (and holds no complete call beyond the rule)."""
+    from xgr2.demo.__main__ import build_prompt
+    from xgr2.demo.tools import tool_choice as parse_choice
+
+    model, tokenizer, info, _ = smollm2
+    grammar = xgr2.tool_calling.hermes(example_tools, parse_choice(tool_choice), parallel_tool_calls=False)
+    compiled = xgr2.compile(grammar, info)
+    prompt = build_prompt("smollm2-135m", None, example_tools)
+    texts, stats = generate(model, tokenizer, compiled, prompt, max_tokens=TOOLS_MAX_TOKENS, temperature=1.0,
+                            seed=2, batch=BATCH)
+    for text, ids, finished in zip(texts, stats.token_ids, stats.finished, strict=True):
+        state = _replay(compiled, ids)
+        if finished:
+            assert state.can_terminate
+            _check_calls(text, example_tools, tool_choice)
+        else:
+            assert not state.is_terminated and state.bitmask().any()
+            complete = [c for c in xgr2.tool_calling.parse_calls("hermes", text, example_tools) if c.error is None]
+            assert len(complete) <= (0 if tool_choice == "none" else 1), text
+    if tool_choice != "none":  # a call costs about 50 tokens: greedy-like rows finish well within 96
+        assert any(stats.finished), texts
+
+
+@pytest.mark.integration
+def test_cli_tools(smollm2, example_tools, capsys):
+    """--tools (the example file): the constrained rows' calls all validate (checked
+    again here from the printed text) and the summary says so per call."""
+    assert main(["--tools", "--batch", str(BATCH)]) == 0
+    out = capsys.readouterr().out
+    constrained_row = next(line for line in out.splitlines() if line.startswith("constrained "))
+    assert constrained_row.split()[-1] == f"{BATCH}/{BATCH}"
+    text = out.split("--- constrained (row 0 of 3) ---\n", 1)[1].split("\n--- ", 1)[0]
+    assert len(_check_calls(text, example_tools, "required")) == 1
+    lines = [line.strip() for line in out.splitlines() if line.strip().startswith("constrained row ")]
+    assert len(lines) == BATCH and all(": offered yes, arguments valid" in line and "count:" not in line
+                                       for line in lines), lines
+    assert "tool_choice required" in out
+    assert_speed_ratio(out)
+
+
+def test_cli_tools_bad_requests_fail_before_the_model_loads(tmp_path, capsys, monkeypatch, example_tools):
+    """A tool_choice naming no offered tool, or a file that is not a tool list: exit
+    status 2 with the library's message, and the model is never loaded."""
+    monkeypatch.setattr(gguf_loader, "load", lambda *a, **k: pytest.fail("the model was loaded"))
+    assert main(["--tools", "--tool-choice", "get_time"]) == 2
+    assert "not among the offered tools" in capsys.readouterr().err
+    bad = tmp_path / "tools.json"
+    bad.write_text(json.dumps({"type": "function"}))
+    assert main(["--tools", str(bad)]) == 2
+    assert "expected a JSON list" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--tools", "--model", "gemma3-270m"])
+
+
+def test_check_row_judges_each_call_and_the_count(example_tools):
+    from xgr2.demo.tools import check_row, describe
+
+    def call(name, args):
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {json.dumps(args)}}}\n</tool_call>'
+
+    good = call("get_weather", {"city": "Oslo", "unit": "celsius", "days": 2})
+    hot = call("set_thermostat", {"room": "kitchen", "temperature": 45})  # maximum 30
+    cases = [  # text, finished, tool_choice, parallel -> valid
+        (good, True, "required", False, True),
+        ("Sure: " + good, True, "auto", False, True),
+        ("No tools needed.", True, "auto", False, True),
+        ("No tools needed.", True, "required", False, False),
+        (good, True, "none", False, False),
+        (good, False, "required", False, False),  # cut off by the budget
+        (hot, True, "required", False, False),
+        (call("get_time", {}), True, "required", False, False),
+        (good + "\n" + good, True, "required", False, False),
+        (good + "\n" + good, True, "required", True, True),
+        (good, True, {"type": "function", "function": {"name": "set_thermostat"}}, False, False),
+    ]
+    for text, finished, choice, parallel, valid in cases:
+        check = check_row(text, finished, example_tools, choice, parallel)
+        assert check.valid == valid, (text, choice, describe(check))
+    assert "arguments INVALID" in describe(check_row(hot, True, example_tools, "required", False))
+
+
 # --- no model needed: a tiny random Llama ---------------------------
 
 TINY = llama.LlamaConfig(vocab_size=64, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=48,

@@ -17,6 +17,7 @@ CORE_MODULES = [
     "xgr2._compiler",
     "xgr2._errors",
     "xgr2.tool_calling",
+    "xgr2._tool_call_parsing",
 ]
 JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder"]
 # The xgr2.jax package docstring only describes the layout; its submodules hold the examples.

@@ -51,9 +51,11 @@ from typing import Any, Union
 
 from ._errors import ToolCallingError
 from ._grammar import Grammar
+from ._tool_call_parsing import ToolCall, parse_calls
 
 __all__ = [
     "FAMILIES",
+    "ToolCall",
     "ToolChoice",
     "deepseek_v3",
     "deepseek_v31",
@@ -64,6 +66,7 @@ __all__ = [
     "llama3_function_tag",
     "llama3_json",
     "mistral",
+    "parse_calls",
     "qwen3_coder",
     "structural_tag",
 ]

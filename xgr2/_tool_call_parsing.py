@@ -1,0 +1,291 @@
+"""Reading the tool calls back out of a model's output, per tool-calling family.
+
+The inverse of the presets in :mod:`xgr2.tool_calling`: each reader finds the calls by the
+family's delimiters and decodes their arguments. Readers accept exactly the presets'
+layouts and are lenient elsewhere (an unconstrained model's output): a call whose name
+or arguments cannot be read is still returned, with :attr:`ToolCall.error` saying why,
+so that a caller can count it as invalid instead of missing it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ._errors import ToolCallingError
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call read from an output.
+
+    Attributes:
+        name: the tool's name as written (``""`` when it could not be read).
+        arguments: the decoded arguments (a dict for a well-formed call; ``None`` when
+            they could not be decoded).
+        error: why the call could not be read completely (malformed JSON, a call cut off
+            before its end delimiter, ...), or ``None``.
+    """
+
+    name: str
+    arguments: Any
+    error: str | None = None
+
+
+_Reader = Callable[[str, Mapping[str, Any]], list[ToolCall]]  # (answer text, params by tool name)
+_DECODER = json.JSONDecoder()
+
+
+def _from_object(obj: Any, args_key: str) -> ToolCall:
+    if not isinstance(obj, dict):
+        return ToolCall("", None, "call is not a JSON object")
+    name = obj.get("name")
+    if not isinstance(name, str):
+        return ToolCall("", obj.get(args_key), "call has no string \"name\"")
+    if args_key not in obj:
+        return ToolCall(name, None, f"call has no {args_key!r}")
+    return ToolCall(name, obj[args_key])
+
+
+_WS = re.compile(r"[ \t\r\n]*")
+
+
+def _close(text: str, pos: int, end: str, space: bool) -> tuple[int, str | None]:
+    """Where the call's ``end`` (after JSON whitespace, when ``space``) stops at ``pos``,
+    or ``pos`` and why it does not."""
+    rest = text[pos:].lstrip(" \t\r\n") if space else text[pos:]
+    if rest.startswith(end):
+        return len(text) - len(rest) + len(end), None
+    if end.startswith(rest):
+        return pos, f"call is cut off before {end!r}"
+    return pos, f"unexpected text in the call: {rest[:40]!r}"
+
+
+def _scan(text: str, begin: re.Pattern[str], end: str, make: Callable[[re.Match[str], Any], ToolCall],
+          pos: int = 0, space: bool = False) -> list[ToolCall]:
+    """Calls that each start where ``begin`` matches, go on with one JSON value (decoded
+    with ``json``, so a delimiter inside a string value cannot end the call early) and
+    end with ``end`` right after it (after whitespace, when ``space``); ``make`` builds
+    the call."""
+    out = []
+    while (m := begin.search(text, pos)) is not None:
+        pos = len(text) - len(text[m.end():].lstrip(" \t\r\n"))
+        try:
+            value, pos = _DECODER.raw_decode(text, pos)
+        except ValueError as e:
+            out.append(ToolCall(m[1] if begin.groups else "", None, f"arguments are not JSON: {e}"))
+            continue
+        call = make(m, value)
+        pos, error = _close(text, pos, end, space)
+        out.append(ToolCall(call.name, call.arguments, call.error or error))
+    return out
+
+
+def _named(m: re.Match[str], value: Any) -> ToolCall:
+    return ToolCall(m[1], value)
+
+
+# ---------------------------------------------------------------------------------------
+# JSON-argument families
+
+
+def _rx(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.S)
+
+
+def _hermes(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    return _scan(text, _rx(r"<tool_call>"), "</tool_call>", lambda m, v: _from_object(v, "arguments"), space=True)
+
+
+def _llama3_function_tag(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    return _scan(text, _rx(r"<function=([^>]*)>"), "</function>", _named)
+
+
+def _json_sequence(text: str, separator: str, args_key: str) -> list[ToolCall]:
+    """JSON call objects joined by ``separator`` (Llama JSON)."""
+    out: list[ToolCall] = []
+    pos = 0
+    while True:
+        try:
+            obj, pos = _DECODER.raw_decode(text, pos)
+        except ValueError as e:
+            return out + [ToolCall("", None, f"call is not JSON: {e}")]
+        out.append(_from_object(obj, args_key))
+        if not text.startswith(separator, pos):
+            rest = text[pos:]
+            if rest:
+                out.append(ToolCall("", None, f"text after the calls: {rest[:40]!r}"))
+            return out
+        pos += len(separator)
+
+
+def _llama3_json(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    if not text.startswith("{"):
+        return []  # free text (the format's calls are the whole output)
+    return _json_sequence(text, "; ", "parameters")
+
+
+def _mistral(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    start = text.find("[TOOL_CALLS]")
+    if start < 0:
+        return []
+    body = text[start + len("[TOOL_CALLS]"):].lstrip(" ")
+    if not body.startswith("["):
+        return [ToolCall("", None, "[TOOL_CALLS] is not followed by a JSON list")]
+    # Item by item, so that a list cut off keeps its complete calls.
+    out: list[ToolCall] = []
+    pos = 1
+    while True:
+        pos = len(body) - len(body[pos:].lstrip(" \t\r\n"))
+        try:
+            obj, pos = _DECODER.raw_decode(body, pos)
+        except ValueError as e:
+            return out + [ToolCall("", None, f"call is not JSON: {e}")]
+        out.append(_from_object(obj, "arguments"))
+        rest = body[pos:].lstrip(" \t\r\n")
+        if rest.startswith(","):
+            pos = len(body) - len(rest) + 1
+            continue
+        if not rest.startswith("]") or rest[1:]:
+            why = "the list of calls is cut off" if not rest else f"unexpected text in the calls: {rest[:40]!r}"
+            out[-1] = ToolCall(out[-1].name, out[-1].arguments, out[-1].error or why)
+        return out
+
+
+def _section(begin: str, call_begin: str, call_end: str, space: bool = False) -> _Reader:
+    """Calls in one section that starts with ``begin`` (free text before it may hold call
+    delimiters as text); each call ``call_begin`` (with the name as group 1) ARGS ``call_end``."""
+    call_rx = _rx(call_begin)
+
+    def reader(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+        section = text.find(begin)
+        return [] if section < 0 else _scan(text, call_rx, call_end, _named, section + len(begin), space)
+
+    return reader
+
+
+_HARMONY_CALL = _rx(r"<\|channel\|>commentary to=functions\.(\S*) <\|constrain\|>json<\|message\|>")
+
+
+def _harmony(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    # A turn is one message: a call, or the final answer (whose text may mention anything).
+    text = text.removeprefix("<|start|>assistant")
+    if _HARMONY_CALL.match(text) is None:
+        return []
+    return _scan(text, _HARMONY_CALL, "<|call|>", _named)[:1]
+
+
+# ---------------------------------------------------------------------------------------
+# XML-parameter families: a string parameter's value is its raw text
+
+
+def _xml_value(raw: str, schema: Any) -> Any:
+    from .tool_calling import _is_string  # the presets' own rule for raw-text parameters
+
+    if isinstance(schema, Mapping) and _is_string(schema):
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # unknown parameter or an invalid value: keep the text for validation to judge
+
+
+def _xml(begin: re.Pattern[str], param: re.Pattern[str], end: str) -> _Reader:
+    """Calls ``begin`` (name as group 1), then parameters ``param`` (key and raw value as
+    groups 1 and 2), then ``end``. A value's delimiter cannot occur inside it: raw strings
+    may not hold it (the presets refuse that) and JSON values hold no raw newline."""
+
+    def reader(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+        out, pos = [], 0
+        while (m := begin.search(text, pos)) is not None:
+            schema = params.get(m[1])
+            props = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+            args, pos = {}, m.end()
+            while (p := param.match(text, pos)) is not None:
+                args[p[1]] = _xml_value(p[2], props.get(p[1]))
+                pos = p.end()
+            pos, error = _close(text, pos, end, False)
+            out.append(ToolCall(m[1], args, error))
+        return out
+
+    return reader
+
+
+_READERS: dict[str, _Reader] = {
+    "llama3_json": _llama3_json,
+    "llama3_function_tag": _llama3_function_tag,
+    "hermes": _hermes,
+    "qwen3_coder": _xml(_rx(r"<tool_call>\n<function=([^>\n]*)>\n"),
+                        _rx(r"<parameter=([^>\n]*)>\n(.*?)\n</parameter>\n"), "</function>\n</tool_call>"),
+    "mistral": _mistral,
+    "deepseek_v3": _section("<｜tool▁calls▁begin｜>",
+                            r"<｜tool▁call▁begin｜>function<｜tool▁sep｜>([^\n]*)\n```json\n",
+                            "```<｜tool▁call▁end｜>", space=True),
+    "deepseek_v31": _section("<｜tool▁calls▁begin｜>", r"<｜tool▁call▁begin｜>(.*?)<｜tool▁sep｜>",
+                             "<｜tool▁call▁end｜>"),
+    "kimi_k2": _section("<|tool_calls_section_begin|>",
+                        r"<\|tool_call_begin\|>functions\.(.*?):[0-9]+<\|tool_call_argument_begin\|>",
+                        "<|tool_call_end|>"),
+    "glm45": _xml(_rx(r"<tool_call>([^\n]*)\n"),
+                  _rx(r"<arg_key>(.*?)</arg_key>\n<arg_value>(.*?)</arg_value>\n"), "</tool_call>"),
+    "harmony": _harmony,
+}
+
+
+def _answer(family: str, text: str, reasoning: bool) -> str:
+    """The text after the reasoning block that the presets put first with ``reasoning``."""
+    if not reasoning:
+        return text
+    if family == "harmony":
+        head, found, rest = text.partition("<|end|>")
+        return rest if found else ""
+    stripped = text.lstrip()
+    if not stripped.startswith("<think>"):
+        return text
+    head, found, rest = stripped.partition("</think>")
+    return rest.lstrip(" \t\r\n") if found else ""
+
+
+def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (), *,
+                reasoning: bool = False) -> list[ToolCall]:
+    """The tool calls in a model's output, read in the layout of a preset.
+
+    Reads every call the family's delimiters mark in ``text``, in order, whether or not it
+    names an offered tool or its arguments validate: checking them is the caller's job
+    (``jsonschema`` against the tool's ``parameters``). A call that cannot be read fully
+    is returned with :attr:`ToolCall.error` set. Text that the preset's grammar accepts
+    always reads without errors, one :class:`ToolCall` per call.
+
+    Args:
+        family: one of :data:`xgr2.tool_calling.FAMILIES`.
+        text: the generated text (stop token excluded).
+        tools: the offered tools; the XML-style families (``qwen3_coder``, ``glm45``) read a
+            parameter declared ``string`` as raw text and any other as JSON (without
+            tools: JSON where it parses, else raw text).
+        reasoning: as for the preset: skip the leading ``<think>`` block (Harmony: the
+            analysis message), whose text may mention calls that are not made.
+
+    Returns:
+        The calls, in output order.
+
+    Raises:
+        ToolCallingError: an unknown family.
+
+    >>> text = 'Sure.<tool_call>\\n{"name": "get_weather", "arguments": {"city": "Paris"}}\\n</tool_call>'
+    >>> parse_calls("hermes", text)
+    [ToolCall(name='get_weather', arguments={'city': 'Paris'}, error=None)]
+    >>> parse_calls("glm45", "<tool_call>f\\n<arg_key>n</arg_key>\\n<arg_value>3</arg_value>\\n</tool_call>")
+    [ToolCall(name='f', arguments={'n': 3}, error=None)]
+    """
+    reader = _READERS.get(family)
+    if reader is None:
+        raise ToolCallingError(f"unknown tool-calling family {family!r}; known: {', '.join(_READERS)}")
+    params: dict[str, Any] = {}
+    for tool in tools:
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            params[fn["name"]] = fn.get("parameters", {})
+    return reader(_answer(family, text, reasoning), params)
