@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+import _common  # noqa: E402, F401  (first: a source tree with a built core goes before the installed xgr2)
 from xgr2.jax import apply_token_bitmask, greedy, sample
 
 

@@ -311,7 +311,7 @@ class Worker:
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker", self.engine], cwd=here,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
                                      env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                                         [here] + sys.path[1:] + [os.environ.get("PYTHONPATH", "")])))
+                                         [here] + sys.path + [os.environ.get("PYTHONPATH", "")])))
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"{self.engine} worker did not start")

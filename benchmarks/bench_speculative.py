@@ -19,6 +19,7 @@ import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+import _common  # noqa: E402, F401  (first: a source tree with a built core goes before the installed xgr2)
 import xgr2  # noqa: E402
 from xgr2.demo import gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt  # noqa: E402

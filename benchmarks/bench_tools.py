@@ -56,7 +56,7 @@ requests 2..100 without any lookup, so the hit rate there is the first request's
 Setup: `pip install --no-deps bfcl-eval` (beside bench_json_mask.py's). Run from the
 repository root so that the source tree's xgr2 is measured:
 
-    PYTHONPATH=$PWD python benchmarks/bench_tools.py [--ks 5,20,50] [--requests 100] [--write-results]
+    python benchmarks/bench_tools.py [--ks 5,20,50] [--requests 100] [--write-results]
 
 A few minutes on 2 cores. `--write-results` puts a dated section near the top of
 benchmarks/RESULTS.md.
@@ -79,11 +79,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-# The source tree's xgr2 first, for this process and (through PYTHONPATH) its workers.
-for _p in (str(HERE), str(REPO)):
-    if _p in sys.path:
-        sys.path.remove(_p)
-    sys.path.insert(0, _p)
+import _common  # noqa: E402, F401  (first: a source tree with a built core goes before the installed xgr2)
 
 import numpy as np  # noqa: E402
 
@@ -288,7 +284,7 @@ def worker_main(name: str) -> None:
 
 
 def run_worker(name: str, job: dict, timeout: float) -> list[dict]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker", name], cwd=str(REPO),
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
