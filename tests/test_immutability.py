@@ -327,6 +327,7 @@ def _public_instances():
         tok.cross_grammar_cache_info(), tree, job, xgr2.tree_masks([compiled.initial_state()], tree),
         xjax.verify_tree(jax.random.key(0), jnp.zeros((1, 2, 3), jnp.float32), jnp.full((1, 2, 1), -1, jnp.int32),
                          tree),
+        xjax.TreeDrafter(lambda text: [], tok.decoded_vocab),
     ]
 
 

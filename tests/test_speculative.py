@@ -210,14 +210,14 @@ def test_speculative_greedy_emits_exactly_the_plain_constrained_tokens(smollm2):
     nodes, max_tokens = 6, 64
     prompt = chat_prompt(DEFAULT_PROMPT)
     max_len = cache_length(len(tokenizer.encode(prompt).ids), max_tokens + nodes)
+    traces = llama.TRACES["tree_step"]  # other tests may have traced it for their own shapes
     for schema, budget in ((DEFAULT_SCHEMA, max_tokens), (DEFAULT_SCHEMA, 9)):
         compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema), info)
         _, plain = generate(model, tokenizer, compiled, prompt, max_tokens=budget, max_len=max_len)
-        traces = llama.TRACES["tree_step"]
         texts, spec = generate(model, tokenizer, compiled, prompt, max_tokens=budget, max_len=max_len,
                                speculative=nodes)
         assert spec.token_ids == plain.token_ids and spec.finished == plain.finished
         assert spec.tokens == plain.tokens and texts[0] == tokenizer.decode(plain.token_ids[0])
         assert spec.steps <= plain.steps and spec.row_steps == spec.steps
-        assert llama.TRACES["tree_step"] <= max(traces, 1)  # compiled once, never retraced
+        assert llama.TRACES["tree_step"] <= traces + 1  # these shapes compiled once, never retraced
     assert plain.finished == [False]  # the 9-token budget cut both runs at the same token

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import xgr2
+from xgr2._frozen import Frozen, init_slots
 from xgr2.jax._tree import DraftTree
 
 __all__ = ["TreeDrafter", "admissible_prefix", "build_draft_tree", "prompt_lookup", "text_lookup"]
@@ -171,7 +172,7 @@ def admissible_prefix(state: xgr2.MatcherState, tokens: Sequence[int]) -> list[i
     return out
 
 
-class TreeDrafter:
+class TreeDrafter(Frozen):
     """Drafts one token tree per row from the grammar's forced text and from prompt lookup.
 
     Per row, candidate continuations come, best first, from: the state's
@@ -207,6 +208,14 @@ class TreeDrafter:
       ([[5, 3, 4, 1, 0, 0]], [[-1, 0, 1, 2, -1, -1]])
     """
 
+    __slots__ = ("encode", "vocab", "num_nodes", "max_branches", "max_length", "max_ngram")
+    encode: Callable[[str], Sequence[int]]
+    vocab: tuple[bytes, ...]
+    num_nodes: int
+    max_branches: int
+    max_length: int
+    max_ngram: int
+
     def __init__(
         self,
         encode: Callable[[str], Sequence[int]],
@@ -219,10 +228,8 @@ class TreeDrafter:
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be positive, got {num_nodes}")
-        self.encode = encode
-        self.vocab = vocab
-        self.num_nodes = num_nodes
-        self.max_branches, self.max_length, self.max_ngram = max_branches, max_length, max_ngram
+        init_slots(self, encode=encode, vocab=tuple(vocab), num_nodes=num_nodes, max_branches=max_branches,
+                   max_length=max_length, max_ngram=max_ngram)
 
     def _text(self, context: Sequence[int]) -> str:
         return b"".join(self.vocab[t] for t in context).decode("utf-8", errors="replace")
