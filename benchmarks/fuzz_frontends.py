@@ -46,6 +46,8 @@ import sys
 import time
 from pathlib import Path
 
+import _common  # noqa: F401  (first: a source tree with a built core goes before the installed xgr2)
+
 ALLOWED_EXCEPTIONS = {"TypeError", "ValueError"}  # plus every xgr2.Xgr2Error subclass (the worker says)
 MAX_GRAMMAR_CHARS = 16 << 20
 

@@ -1722,6 +1722,7 @@ class SchemaCompiler {
     }
     int32_t extra = ExtraProperty(s, names, ptr, depth);
     int64_t min_props = Count(s, "minProperties", ptr, 0), max_props = Count(s, "maxProperties", ptr, -1);
+    if (max_props >= 0 && min_props > max_props) return Nothing(&b_);  // no object has that many properties
     int64_t n_required = 0;
     for (auto& p : declared) n_required += p.required;
     // dependentRequired never gets here: Flatten turns it into conditionals.
