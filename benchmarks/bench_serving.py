@@ -115,9 +115,13 @@ def key_lookup_section(tok: xgr2.TokenizerInfo, kinds=(235, 460, 875), repeats: 
     per_node = []
     for n in kinds:
         compiled = xgr2.compile(record_grammar(n), tok)
-        t0 = time.perf_counter()
-        keyed = compiled._core._make_lookup_keys(8, repeats)
-        keys_us = (time.perf_counter() - t0) / (repeats * keyed) * 1e6
+        # Best of 5 rounds: the first warms the per-thread scratch, and a shared machine's
+        # other work only ever adds time.
+        keys_us = float("inf")
+        for _ in range(5):
+            t0 = time.perf_counter()
+            keyed = compiled._core._make_lookup_keys(8, repeats)
+            keys_us = min(keys_us, (time.perf_counter() - t0) / (repeats * keyed) * 1e6)
         per_node.append(keys_us)
         compiled.precompute_masks()  # fills the cross-grammar cache
         variant = xgr2.compile(record_grammar(n, ' | "zz"'), tok)  # another grammar, same structures
