@@ -30,9 +30,8 @@ import jsonschema  # noqa: E402
 import _common  # noqa: E402, F401  (first: a source tree with a built core goes before the installed xgr2)
 import xgr2  # noqa: E402
 from xgr2.demo import gguf_loader  # noqa: E402
-from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt  # noqa: E402
+from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, build_model, chat_prompt  # noqa: E402
 from xgr2.demo.generate import generate  # noqa: E402
-from xgr2.demo.llama import Llama, LlamaConfig, params_from_gguf  # noqa: E402
 
 PROMPTS = [
     ("person", DEFAULT_PROMPT, DEFAULT_SCHEMA),
@@ -80,11 +79,9 @@ def main() -> None:
     args = p.parse_args()
 
     ckpt = gguf_loader.load()
-    cfg = LlamaConfig.from_hparams(ckpt.hparams)
-    model = Llama(cfg, params_from_gguf(ckpt.weights, cfg))
+    model = build_model(ckpt)
     tokenizer = ckpt.tokenizer()
-    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
-                                               stop_token_ids=list(ckpt.stop_token_ids))
+    info = ckpt.tokenizer_info(tokenizer)
     compiled = {name: xgr2.compile(xgr2.Grammar.from_json_schema(schema), info, precompute=args.precompute)
                 for name, _, schema in PROMPTS}
 

@@ -22,9 +22,8 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 import _common  # noqa: E402, F401  (first: a source tree with a built core goes before the installed xgr2)
 import xgr2  # noqa: E402
 from xgr2.demo import gguf_loader  # noqa: E402
-from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt  # noqa: E402
+from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, build_model, chat_prompt  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
-from xgr2.demo.llama import Llama, LlamaConfig, params_from_gguf  # noqa: E402
 
 HEAVY_SCHEMA = {
     "type": "object",
@@ -57,11 +56,9 @@ def main() -> None:
     args = p.parse_args()
 
     ckpt = gguf_loader.load()
-    cfg = LlamaConfig.from_hparams(ckpt.hparams)
-    model = Llama(cfg, params_from_gguf(ckpt.weights, cfg))
+    model = build_model(ckpt)
     tokenizer = ckpt.tokenizer()
-    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
-                                               stop_token_ids=list(ckpt.stop_token_ids))
+    info = ckpt.tokenizer_info(tokenizer)
     rows = []
     for batch in args.batches:
         for name, user, grammar in TASKS:

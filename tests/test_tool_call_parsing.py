@@ -10,16 +10,13 @@ call cut off anywhere before its end must not read as complete.
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xgr2
 from test_json_schema import mutate
-from test_tool_calling import (FREE_TEXT, TIME, WEATHER, XML, bfcl_tools, draw_args, grammar_accepts, render,
-                               render_call, xml_meaning, xml_value)
+from test_tool_calling import TIME, WEATHER, XML, draw_request, grammar_accepts, render, render_call, xml_meaning
 from xgr2.tool_calling import FAMILIES, ToolCall, parse_calls
 
 
@@ -38,25 +35,7 @@ def read(family: str, text: str, tools: list = (), reasoning: bool = False) -> l
 @settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())
 def test_rendered_outputs_read_back(family, data):
-    pool = bfcl_tools()
-    if not pool:
-        pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
-    rng = random.Random(data.draw(st.integers(0, 2**32), label="seed"))
-    tools = rng.sample(pool, 3)
-    for t in tools:
-        try:
-            xgr2.Grammar.from_json_schema(t["function"]["parameters"])
-        except xgr2.SchemaError:
-            assume(False)
-    reasoning = data.draw(st.booleans(), label="reasoning")
-    thought = "Let me see.\nHmm" if reasoning else None
-    text = data.draw(FREE_TEXT, label="text")
-    n = 1 if family == "harmony" else data.draw(st.integers(1, 3), label="calls")
-    calls = [(t["function"]["name"], draw_args(data, t), t["function"]["parameters"])
-             for t in (rng.choice(tools) for _ in range(n))]
-    if family in XML:  # raw strings must be text the format can hold
-        for _, a, s in calls:
-            assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
+    rng, tools, reasoning, thought, text, calls = draw_request(family, data)
     pre = "" if family == "llama3_json" else text
     whole = render(family, pre, calls, thought)
     assert grammar_accepts(family, tools, whole, reasoning=reasoning), whole
@@ -71,7 +50,7 @@ def test_rendered_outputs_read_back(family, data):
 
     # A call cut off before its end never reads as complete.
     last = render_call(family, *calls[-1][:2], calls[-1][2], len(calls) - 1)
-    start = whole.rindex(last)
+    start, n = whole.rindex(last), len(calls)
     for cut in sorted(rng.sample(range(start + 1, start + len(last)), min(8, len(last) - 1))):
         got = parse_calls(family, whole[:cut], tools, reasoning=reasoning)
         assert [(c.name, c.arguments) for c in got[:n - 1]] == expected(family, calls[:-1]), whole[:cut]

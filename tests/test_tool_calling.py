@@ -171,10 +171,10 @@ def xml_meaning(args, schema):
 FREE_TEXT = st.text(alphabet="abc xyz.,!?\né", max_size=12).map(lambda s: "Ok " + s)
 
 
-@pytest.mark.parametrize("family", tool_calling.FAMILIES)
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
-@given(data=st.data())
-def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
+def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | None, str, list]:
+    """Three BFCL tools offered, reasoning on or off, free text and 1-3 calls of them with
+    valid arguments: (rng for what the test draws next, tools, reasoning, thought, text,
+    calls as (name, args, schema))."""
     pool = bfcl_tools()
     if not pool:
         pytest.skip("bfcl-eval is not installed (pip install --no-deps bfcl-eval)")
@@ -194,6 +194,14 @@ def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
     if family in XML:  # raw strings must be text the format can hold
         for _, a, s in calls:
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
+    return rng, tools, reasoning, thought, text, calls
+
+
+@pytest.mark.parametrize("family", tool_calling.FAMILIES)
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
+    rng, tools, reasoning, thought, text, calls = draw_request(family, data)
     pre = "" if family == "llama3_json" else text  # Llama JSON: the calls are the whole output
 
     def ok(txt, **kw):

@@ -80,19 +80,10 @@ class RangeNfa {
         return cur;
       }
       case ExprKind::kCharClass: {
-        std::vector<CodepointRange> ranges = e.ranges;
-        if (e.negated) {
-          std::vector<CodepointRange> comp;
-          uint32_t next = 0;
-          for (auto r : ranges) {
-            if (r.lo > next) comp.push_back({next, r.lo - 1});
-            next = r.hi + 1;
-          }
-          if (next <= kMaxCodepoint) comp.push_back({next, kMaxCodepoint});
-          ranges = comp;
-        }
         int32_t end = NewNode();
-        for (auto r : WithoutSurrogates(ranges)) edges_[from].push_back({r.lo, r.hi, end});
+        for (auto r : WithoutSurrogates(e.negated ? ComplementRanges(e.ranges) : e.ranges)) {
+          edges_[from].push_back({r.lo, r.hi, end});
+        }
         return end;
       }
       case ExprKind::kSequence: {

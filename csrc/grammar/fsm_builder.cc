@@ -107,17 +107,7 @@ class NfaBuilder {
 
  private:
   int32_t BuildClass(const Expr& e, int32_t from) {
-    std::vector<CodepointRange> ranges = e.ranges;
-    if (e.negated) {
-      std::vector<CodepointRange> comp;
-      uint32_t next = 0;
-      for (auto r : ranges) {
-        if (r.lo > next) comp.push_back({next, r.lo - 1});
-        next = r.hi + 1;
-      }
-      if (next <= kMaxCodepoint) comp.push_back({next, kMaxCodepoint});
-      ranges = comp;
-    }
+    const std::vector<CodepointRange> ranges = e.negated ? ComplementRanges(e.ranges) : e.ranges;
     int32_t end = NewNode();
     for (auto r : ranges) {
       for (const ByteRangeSeq& seq : Utf8RangeSequences(r.lo, r.hi)) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "support/utf8.h"
+
 namespace xgr2 {
 
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) {
@@ -27,6 +29,17 @@ std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>&
     if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
     if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
   }
+  return out;
+}
+
+std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out;
+  uint32_t next = 0;
+  for (const CodepointRange& r : ranges) {
+    if (r.lo > next) out.push_back({next, r.lo - 1});
+    next = std::max(next, r.hi + 1);
+  }
+  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
   return out;
 }
 

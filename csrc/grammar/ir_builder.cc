@@ -81,15 +81,7 @@ namespace {
 
 // The code points one character of a class may be, as sorted positive ranges.
 std::vector<CodepointRange> ClassRanges(const Expr& e) {
-  if (!e.negated) return e.ranges;
-  std::vector<CodepointRange> out;
-  uint32_t next = 0;
-  for (const CodepointRange& r : e.ranges) {
-    if (r.lo > next) out.push_back({next, r.lo - 1});
-    next = std::max(next, r.hi + 1);
-  }
-  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
-  return WithoutSurrogates(out);
+  return e.negated ? WithoutSurrogates(ComplementRanges(e.ranges)) : e.ranges;
 }
 
 }  // namespace

@@ -28,6 +28,8 @@ struct CodepointRange {
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges);
 // The ranges less the surrogates U+D800-U+DFFF, which are no characters.
 std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges);
+// The code points 0..U+10FFFF outside sorted `ranges` (a negated class's members).
+std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges);
 
 // Options of a kTagDispatch expression (semantics in docs/tag_dispatch.md). Free text
 // (valid UTF-8) runs until the first completed occurrence of any tag, stop string or
