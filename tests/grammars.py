@@ -108,6 +108,36 @@ field: (/[^,;\n.]/ ~ 0..2)
 tail: (/[^a-z,;.]/ ~ 3 | "!" ~ 2 "!"*) "$"?
 """
 
+# Dense classes that a state loops on (accepted as token slices, see
+# csrc/engine/looping_slice.h): free text with an exit, a loop through a rule, a
+# JSON-like string, classes whose non-ASCII part does not loop (é, an emoji block
+# left out: only their ASCII slice applies), and a bounded run that does not loop.
+LOOPS = r"""
+root ::= item (";" item)*
+item ::= "t:" text | "i:" ident | "q:" quoted | "n:" narrow | "e:" emoji | "b:" bounded
+text ::= [^;<]* ("<" [a-z]+ ">" text)?
+ident ::= [a-zA-Z_] idc*
+idc ::= [a-zA-Z0-9_]
+quoted ::= "\"" qchar* "\""
+qchar ::= [^"\\\x00-\x1F] | "\\" ["\\n]
+narrow ::= [^;\x00-\x1Fé]*
+emoji ::= [^;😀-🙏]*
+bounded ::= [a-z ]{0,40}
+"""
+
+LOOPS_LARK = r"""
+root: item (";" item)*
+item: "t:" text | "i:" ident | "q:" quoted | "n:" narrow | "e:" emoji | "b:" bounded
+text: /[^;<]/* ("<" /[a-z]/+ ">" text)?
+ident: /[a-zA-Z_]/ idc*
+idc: /[a-zA-Z0-9_]/
+quoted: "\"" qchar* "\""
+qchar: /[^"\\\x00-\x1F]/ | "\\" /["\\n]/
+narrow: /[^;\x00-\x1Fé]/*
+emoji: /[^;\U0001F600-\U0001F64F]/*
+bounded: /[a-z ]/ ~ 0..40
+"""
+
 EBNF = {
     "json": JSON,
     "arith": ARITH,
@@ -116,6 +146,7 @@ EBNF = {
     "nullable": NULLABLE,
     "unicode": UNICODE,
     "repeat": REPEAT,
+    "loops": LOOPS,
 }
 
 LARK = {
@@ -126,6 +157,7 @@ LARK = {
     "nullable": NULLABLE_LARK,
     "unicode": UNICODE_LARK,
     "repeat": REPEAT_LARK,
+    "loops": LOOPS_LARK,
 }
 
 # Characters that random strings for each grammar are drawn from: the grammar's own
@@ -138,4 +170,5 @@ ALPHABET = {
     "nullable": "xyzwqa",
     "unicode": "αβωАяЖ日本語✓a!Z \x05é",
     "repeat": "abcd.,;!$xX é\n",
+    "loops": 'tiqnebq:;<>aZ_9 "\\né😀🙂🌍\x01',
 }

@@ -140,6 +140,31 @@ void EarleyParser::Close(EarleySet* out) {
   }
 }
 
+bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out) {
+  // The sets reachable through item origins, numbered in discovery order, each with its
+  // items (node, origin number) and whether it is the initial set: all that a parse
+  // from `set` can look at. Equal signatures mean equal parses of any continuation.
+  thread_local std::vector<const EarleySet*> sets;
+  thread_local std::vector<int32_t> words;
+  sets.assign(1, &set);
+  words.clear();
+  size_t items = 0;
+  for (size_t k = 0; k < sets.size(); ++k) {
+    const EarleySet* s = sets[k];
+    items += s->items.size();
+    if (items > max_items) return false;
+    words.push_back(s->initial ? -1 : static_cast<int32_t>(s->items.size()));
+    for (const EarleyItem& it : s->items) {
+      size_t id = std::find(sets.begin(), sets.end(), it.origin) - sets.begin();
+      if (id == sets.size()) sets.push_back(it.origin);
+      words.push_back(it.node);
+      words.push_back(static_cast<int32_t>(id));
+    }
+  }
+  out->assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
+  return true;
+}
+
 EarleyScratch& ThreadScratch() {
   thread_local EarleyScratch scratch;
   return scratch;

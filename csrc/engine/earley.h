@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "grammar/fsm.h"
@@ -47,6 +48,11 @@ void KeepOrigins(EarleySet* set);
 // included (items, owner lists, the set objects and their shared_ptr control blocks;
 // not malloc's own overhead).
 int64_t ReachableSetBytes(const EarleySet& set);
+
+// Serializes what a parse from `set` depends on (the sets reachable through item
+// origins, their items and initial flags): equal signatures mean equal parses of any
+// continuation. False, leaving *out unspecified, past `max_items` items.
+bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out);
 
 // Reusable buffers for building sets; one per thread (see ThreadScratch()).
 struct EarleyScratch {

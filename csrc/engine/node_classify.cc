@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/looping_slice.h"
 #include "engine/token_walk.h"
 
 namespace xgr2 {
@@ -41,7 +42,7 @@ std::vector<EarleySet*>& ClassifySets(size_t count) {
 }
 
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         const int32_t* dist, int32_t* radius) {
+                                         NodeMaskPool* pool, const int32_t* dist, int32_t* radius) {
   EarleySet parent;
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
@@ -55,9 +56,13 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   parser.Seed(node, &parent, sets[0]);
   path[0] = sets[0];
   ended_by[0] = ended;
-
-  const TokenTrie& t = tok.trie();
-  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  // Where the parse loops on a dense class (string content, free text), its slice is
+  // accepted whole and only the other tokens are walked, from their own trie. The
+  // walk then meets the same states on the same bytes, so the rejected subtrees (all
+  // outside the slice) and the crossing ones come out as from the whole trie.
+  std::shared_ptr<const TokenSlice> slice = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : nullptr;
+  const TokenTrie& t = slice ? slice->rest : tok.trie();
+  const std::vector<int32_t>& ids = slice ? slice->rest_ids : tok.sorted_ids();
   auto mask = std::make_shared<InnerMask>();
   std::vector<int32_t> accepted;
   WalkTrie(
@@ -71,12 +76,18 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
         return true;
       },
       [&](int32_t i) {
-        for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(sorted[t.first_pos[i] + k]);
+        for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(ids[t.first_pos[i] + k]);
       },
       [&](int32_t i) {
-        if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(i);
+        if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(slice ? slice->rest_to_full[i] : i);
       });
-  mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
+  if (slice) {
+    mask->accepted.count = slice->count + static_cast<int64_t>(accepted.size());
+    mask->accepted.words = slice->words;
+    for (int32_t id : accepted) mask->accepted.words[id >> 5] |= uint32_t{1} << (id & 31);
+  } else {
+    mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
+  }
   mask->crossing.shrink_to_fit();
   mask->radius = dist ? reached : INT32_MAX;
   if (radius) *radius = reached;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/earley.h"
+#include "engine/node_mask_pool.h"
 #include "grammar/fsm.h"
 #include "xgr2/tokenizer.h"
 
@@ -39,10 +40,12 @@ struct InnerMask {
 
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
 // through the token inside the node's rule and its callees; else "crossing" if the
-// rule could end on the way (see InnerMask). With `dist` (ByteDistances from `node`),
-// sets *radius to the largest distance of a node the walk had an item at.
+// rule could end on the way (see InnerMask). With `pool`, a dense class the node loops
+// on is accepted as a slice (looping_slice.h) and kept there. With `dist` (ByteDistances
+// from `node`), sets *radius to the largest distance of a node the walk had an item at.
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         const int32_t* dist = nullptr, int32_t* radius = nullptr);
+                                         NodeMaskPool* pool, const int32_t* dist = nullptr,
+                                         int32_t* radius = nullptr);
 
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
 // (where its callers continue), then, as those rules end, wherever any call of them

@@ -45,7 +45,7 @@ NodeMaskPool::Value NodeMaskPool::FindAny(Kind kind, std::string_view key) {
   std::string full = FullKey(kind, key);
   std::lock_guard<std::mutex> lock(mu_);
   Value found = FindLocked(full);
-  if (found) ++hits_;
+  if (found && kind != Kind::kSlice) ++hits_;  // tokenizer data, not a reused mask
   return found;
 }
 

@@ -16,7 +16,8 @@
 
 namespace xgr2 {
 
-struct InnerMask;  // node_classify.h
+struct InnerMask;   // node_classify.h
+struct TokenSlice;  // token_slice.h
 using TokenList = std::vector<int32_t>;
 
 // One byte-bounded store with least-recently-used eviction for every kind of shared
@@ -34,6 +35,7 @@ class NodeMaskPool {
     kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
     kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
     kGrammarId = 'g',  // int64_t: GrammarId by automata fingerprint
+    kSlice = 's',      // TokenSlice by SliceClass::Key (not counted in hits)
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -87,7 +89,11 @@ class NodeMaskPool {
   static void CheckType(Kind kind) {
     bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
     bool list = kind == Kind::kContext || kind == Kind::kSameList;
-    if (std::is_same_v<T, InnerMask> ? !inner : std::is_same_v<T, TokenList> ? !list : true) {
+    bool slice = kind == Kind::kSlice;
+    if (std::is_same_v<T, InnerMask>    ? !inner
+        : std::is_same_v<T, TokenList>  ? !list
+        : std::is_same_v<T, TokenSlice> ? !slice
+                                        : true) {
       throw std::logic_error("NodeMaskPool: a kind used with the wrong value type");
     }
   }

@@ -36,7 +36,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
     int32_t radius = -1;
-    auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, dist, r); };
+    auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, &pool, dist, r); };
     inner = SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool,
                                      NodeMaskPool::Kind::kInner, classify, &radius);
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
@@ -160,7 +160,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // States with the same parse structure accept the same uncertain tokens (inside a
   // string, every character leads to such a state): reuse the walk's result.
   thread_local std::string signature;
-  bool memo = StackSignature(set, &signature);
+  bool memo = ParseSignature(set, kMaxSignatureItems, &signature);
   auto apply = [&](const std::vector<int32_t>& ids) {
     for (int32_t id : ids) words[id >> 5] |= uint32_t{1} << (id & 31);
   };
@@ -197,32 +197,6 @@ std::string TokenMaskCache::SameKey(char tag, const void* what, size_t size) con
   key.push_back(tag);
   key.append(static_cast<const char*>(what), size);
   return key;
-}
-
-bool TokenMaskCache::StackSignature(const EarleySet& set, std::string* out) const {
-  // The sets reachable through item origins, numbered in discovery order, each with its
-  // items (node, origin number) and whether it is the initial set: all that a parse
-  // from `set` can look at. Equal signatures mean equal parses of any continuation.
-  constexpr size_t kMaxItems = 1024;
-  thread_local std::vector<const EarleySet*> sets;
-  thread_local std::vector<int32_t> words;
-  sets.assign(1, &set);
-  words.clear();
-  size_t items = 0;
-  for (size_t k = 0; k < sets.size(); ++k) {
-    const EarleySet* s = sets[k];
-    items += s->items.size();
-    if (items > kMaxItems) return false;
-    words.push_back(s->initial ? -1 : static_cast<int32_t>(s->items.size()));
-    for (const EarleyItem& it : s->items) {
-      size_t id = std::find(sets.begin(), sets.end(), it.origin) - sets.begin();
-      if (id == sets.size()) sets.push_back(it.origin);
-      words.push_back(it.node);
-      words.push_back(static_cast<int32_t>(id));
-    }
-  }
-  out->assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
-  return true;
 }
 
 int32_t TokenMaskCache::NumComputed() const {

@@ -84,8 +84,7 @@ class TokenMaskCache {
   // made on first use, then `tag` and `what`.
   std::string SameKey(char tag, const void* what, size_t size) const;
 
-  // Serializes what a parse from `set` depends on; false when it is too large to keep.
-  bool StackSignature(const EarleySet& set, std::string* out) const;
+  static constexpr size_t kMaxSignatureItems = 1024;  // larger states are not memoized
   static constexpr size_t kMaxWalkResults = 4096;
 
   const GrammarFsm& fsm_;
@@ -97,7 +96,7 @@ class TokenMaskCache {
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> context_uncertain_;
-  // Uncertain tokens the full parser accepted, by StackSignature of the state.
+  // Uncertain tokens the full parser accepted, by ParseSignature of the state.
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> walk_results_;
 };
 

@@ -1,0 +1,76 @@
+#include "engine/looping_slice.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace xgr2 {
+namespace {
+
+// Below this many ASCII bytes a slice spares too little of the walk to pay its check.
+constexpr int kMinSliceAscii = 32;
+// The check gives up past this many (slice state, parser state) pairs, and past states
+// of this many items (their signatures would cost more than the walk saves).
+constexpr size_t kMaxPairs = 48;
+constexpr size_t kMaxItems = 64;
+
+// Whether every string of `cls` parses from `start`, whose signature is `start_sig`;
+// the class's ASCII bytes are known to lead from `start` back to its signature.
+bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& start_sig, const SliceClass& cls) {
+  struct Pair {
+    int state;
+    const EarleySet* set;
+    std::string sig;
+  };
+  std::vector<std::unique_ptr<EarleySet>> owned;  // sets the pairs' items may point into
+  std::vector<Pair> pairs{{0, &start, start_sig}};
+  std::string sig;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    for (int b = 0; b < 256; ++b) {
+      int next = SliceStep(cls, pairs[i].state, static_cast<uint8_t>(b));
+      if (next < 0 || (pairs[i].state == 0 && b < 0x80 && i == 0)) continue;
+      auto out = std::make_unique<EarleySet>();
+      if (!parser.Advance(*pairs[i].set, static_cast<uint8_t>(b), out.get())) return false;
+      if (!ParseSignature(*out, kMaxItems, &sig)) return false;
+      bool seen = false;
+      for (const Pair& p : pairs) seen |= p.state == next && p.sig == sig;
+      if (seen) continue;
+      if (pairs.size() == kMaxPairs) return false;
+      pairs.push_back({next, out.get(), sig});
+      owned.push_back(std::move(out));
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
+                                               const EarleySet& start, NodeMaskPool& pool) {
+  int scannable = __builtin_popcountll(start.next_bytes[0]) + __builtin_popcountll(start.next_bytes[1]);
+  if (scannable < kMinSliceAscii) return nullptr;
+  std::string start_sig, sig;
+  if (!ParseSignature(start, kMaxItems, &start_sig)) return nullptr;
+  SliceClass cls;
+  EarleySet out;
+  for (int b = 0; b < 0x80; ++b) {
+    if (!start.CanScan(static_cast<uint8_t>(b))) continue;
+    if (parser.Advance(start, static_cast<uint8_t>(b), &out) && ParseSignature(out, kMaxItems, &sig) &&
+        sig == start_sig) {
+      cls.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+  }
+  if (cls.NumAscii() < kMinSliceAscii) return nullptr;
+  for (bool utf8 : {true, false}) {
+    cls.utf8 = utf8;
+    if (!Loops(parser, start, start_sig, cls)) continue;
+    std::string key = cls.Key();
+    if (auto found = pool.Find<TokenSlice>(NodeMaskPool::Kind::kSlice, key)) return found;
+    auto built = std::make_shared<const TokenSlice>(BuildTokenSlice(tok, cls));
+    int64_t bytes = static_cast<int64_t>(built->MemoryBytes());
+    return pool.Insert<TokenSlice>(NodeMaskPool::Kind::kSlice, key, std::move(built), bytes);
+  }
+  return nullptr;
+}
+
+}  // namespace xgr2

@@ -1,0 +1,110 @@
+#include "engine/token_slice.h"
+
+namespace xgr2 {
+
+std::string SliceClass::Key() const {
+  std::string key(reinterpret_cast<const char*>(ascii.data()), sizeof(ascii));
+  key.push_back(utf8 ? 'u' : 'a');
+  return key;
+}
+
+int SliceStep(const SliceClass& c, int state, uint8_t b) {
+  // States: 0 between characters; 1, 2, 3: that many continuation bytes (80-BF) to go;
+  // 4 after E0 (A0-BF next), 5 after ED (80-9F), 6 after F0 (90-BF), 7 after F4 (80-8F).
+  auto in = [b](int lo, int hi) { return b >= lo && b <= hi; };
+  switch (state) {
+    case 0:
+      if (b < 0x80) return c.HasAscii(b) ? 0 : -1;
+      if (!c.utf8) return -1;
+      if (in(0xC2, 0xDF)) return 1;
+      if (b == 0xE0) return 4;
+      if (b == 0xED) return 5;
+      if (in(0xE1, 0xEF)) return 2;
+      if (b == 0xF0) return 6;
+      if (in(0xF1, 0xF3)) return 3;
+      if (b == 0xF4) return 7;
+      return -1;
+    case 1: return in(0x80, 0xBF) ? 0 : -1;
+    case 2: return in(0x80, 0xBF) ? 1 : -1;
+    case 3: return in(0x80, 0xBF) ? 2 : -1;
+    case 4: return in(0xA0, 0xBF) ? 1 : -1;
+    case 5: return in(0x80, 0x9F) ? 1 : -1;
+    case 6: return in(0x90, 0xBF) ? 2 : -1;
+    case 7: return in(0x80, 0x8F) ? 2 : -1;
+    default: return -1;
+  }
+}
+
+size_t TokenSlice::MemoryBytes() const {
+  return sizeof(TokenSlice) + 4 * (words.capacity() + rest_ids.capacity() + rest_to_full.capacity() +
+                                   rest.next.capacity() + rest.first_pos.capacity()) +
+         3 * rest.byte.capacity() + 2 * rest.num_tokens.capacity();
+}
+
+TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
+  const TokenTrie& t = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  int32_t n = t.size();
+  int8_t step[kSliceStates][256];
+  for (int q = 0; q < kSliceStates; ++q) {
+    for (int b = 0; b < 256; ++b) step[q][b] = static_cast<int8_t>(SliceStep(cls, q, static_cast<uint8_t>(b)));
+  }
+  TokenSlice slice;
+  slice.cls = cls;
+  slice.words.assign((static_cast<size_t>(tok.vocab_size()) + 31) / 32, 0);
+  // outside_before[i]: trie nodes before i whose bytes leave the slice (with all their
+  // subtree). A subtree holds a token outside the slice iff it holds such a node.
+  std::vector<int32_t> outside_before(static_cast<size_t>(n) + 1);
+  std::vector<int8_t> state(static_cast<size_t>(tok.max_token_bytes()) + 1, 0);
+  int32_t outside = 0;
+  for (int32_t i = 0; i < n;) {
+    int d = t.depth[i];
+    int8_t q = step[state[d - 1]][t.byte[i]];
+    if (q < 0) {
+      for (int32_t end = t.next[i]; i < end; ++i) outside_before[i] = outside++;
+      continue;
+    }
+    state[d] = q;
+    outside_before[i] = outside;
+    for (int32_t k = 0; k < t.num_tokens[i]; ++k) {
+      int32_t id = sorted[t.first_pos[i] + k];
+      slice.words[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+    slice.count += t.num_tokens[i];
+    ++i;
+  }
+  outside_before[n] = outside;
+  // The rest trie: the nodes whose subtree holds a token outside the slice, in preorder;
+  // open[d] is the rest node at depth d + 1 on the current path, whose `next` is set
+  // when the path leaves it.
+  TokenTrie& r = slice.rest;
+  std::vector<int32_t> open;
+  for (int32_t i = 0; i < n; ++i) {
+    if (outside_before[t.next[i]] == outside_before[i]) {
+      i = t.next[i] - 1;  // the subtree is all in the slice
+      continue;
+    }
+    int32_t here = static_cast<int32_t>(r.byte.size());
+    size_t d = t.depth[i];
+    while (open.size() >= d) {
+      r.next[open.back()] = here;
+      open.pop_back();
+    }
+    open.push_back(here);
+    bool leaves = outside_before[i + 1] > outside_before[i];
+    r.byte.push_back(t.byte[i]);
+    r.depth.push_back(t.depth[i]);
+    r.next.push_back(0);
+    r.first_pos.push_back(static_cast<int32_t>(slice.rest_ids.size()));
+    r.num_tokens.push_back(leaves ? t.num_tokens[i] : 0);
+    slice.rest_to_full.push_back(i);
+    if (leaves) {
+      for (int32_t k = 0; k < t.num_tokens[i]; ++k) slice.rest_ids.push_back(sorted[t.first_pos[i] + k]);
+    }
+  }
+  for (int32_t o : open) r.next[o] = static_cast<int32_t>(r.byte.size());
+  r.first_pos.push_back(static_cast<int32_t>(slice.rest_ids.size()));
+  return slice;
+}
+
+}  // namespace xgr2
