@@ -347,6 +347,12 @@ def test_llama3_masks_with_tags_split_across_tokens(llama3_tokenizer_info, llama
         for m in re.finditer(rb"<function=get_(weather|time)>", doc.encode()):
             split_tags += any(m.start() < b < m.end() for b in bounds)
         check_at = set(rng.sample(range(len(ids) + 1), min(8, len(ids) + 1)))
+        # And every state inside a partial tag (free text after "<", "<funct", ...), whose
+        # masks take the slice of the free text that the next byte may go back to.
+        ends = np.cumsum([0] + [len(tok.decoded_vocab[t]) for t in ids]).tolist()
+        tag = b"<function=get_"
+        check_at |= {k for k, e in enumerate(ends)
+                     if any(doc.encode()[:e].endswith(tag[:n]) for n in range(1, len(tag)))}
         state = check_along(c.initial_state(), ids, tok, rng, check_at)
         assert state.can_terminate
     assert split_tags >= 2  # the tokenizer really splits tags, so the test covers it

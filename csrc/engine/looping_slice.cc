@@ -1,5 +1,6 @@
 #include "engine/looping_slice.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,8 +15,7 @@ constexpr int kMinSliceAscii = 32;
 constexpr size_t kMaxPairs = 48;
 constexpr size_t kMaxItems = 64;
 
-// Whether every string of `cls` parses from `start`, whose signature is `start_sig`;
-// the class's ASCII bytes are known to lead from `start` back to its signature.
+// Whether every string of `cls` parses from `start`, whose signature is `start_sig`.
 bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& start_sig, const SliceClass& cls) {
   struct Pair {
     int state;
@@ -28,7 +28,7 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
   for (size_t i = 0; i < pairs.size(); ++i) {
     for (int b = 0; b < 256; ++b) {
       int next = SliceStep(cls, pairs[i].state, static_cast<uint8_t>(b));
-      if (next < 0 || (pairs[i].state == 0 && b < 0x80 && i == 0)) continue;
+      if (next < 0) continue;
       auto out = std::make_unique<EarleySet>();
       if (!parser.Advance(*pairs[i].set, static_cast<uint8_t>(b), out.get())) return false;
       if (!ParseSignature(*out, kMaxItems, &sig)) return false;
@@ -43,24 +43,62 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
   return true;
 }
 
+// The ASCII bytes that `set` can scan, with the signatures of the states they lead to
+// ("" for a state too large to sign).
+std::vector<std::pair<uint8_t, std::string>> AsciiSteps(EarleyParser& parser, const EarleySet& set) {
+  std::vector<std::pair<uint8_t, std::string>> steps;
+  EarleySet out;
+  std::string sig;
+  for (int b = 0; b < 0x80; ++b) {
+    if (!parser.Advance(set, static_cast<uint8_t>(b), &out)) continue;
+    if (!ParseSignature(out, kMaxItems, &sig)) sig.clear();
+    steps.emplace_back(static_cast<uint8_t>(b), sig);
+  }
+  return steps;
+}
+
+// The ASCII bytes among `steps` that lead to `sig`.
+SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, const std::string& sig) {
+  SliceClass cls;
+  for (const auto& [b, s] : steps) {
+    if (!sig.empty() && s == sig) cls.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  return cls;
+}
+
 }  // namespace
 
 std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
                                                const EarleySet& start, NodeMaskPool& pool) {
   int scannable = __builtin_popcountll(start.next_bytes[0]) + __builtin_popcountll(start.next_bytes[1]);
   if (scannable < kMinSliceAscii) return nullptr;
-  std::string start_sig, sig;
+  std::string start_sig;
   if (!ParseSignature(start, kMaxItems, &start_sig)) return nullptr;
-  SliceClass cls;
-  EarleySet out;
-  for (int b = 0; b < 0x80; ++b) {
-    if (!start.CanScan(static_cast<uint8_t>(b))) continue;
-    if (parser.Advance(start, static_cast<uint8_t>(b), &out) && ParseSignature(out, kMaxItems, &sig) &&
-        sig == start_sig) {
-      cls.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+  std::vector<std::pair<uint8_t, std::string>> steps = AsciiSteps(parser, start);
+  // The class: the bytes that lead back to `start` (inside a string, free text), or
+  // else the bytes that lead to the state most bytes lead to, as far as that state
+  // loops on them itself (free text after a partial trigger such as "<functio").
+  SliceClass cls = BytesTo(steps, start_sig);
+  if (cls.NumAscii() < kMinSliceAscii) {
+    std::vector<std::string> sigs;
+    for (const auto& step : steps) sigs.push_back(step.second);
+    std::sort(sigs.begin(), sigs.end());
+    std::string common;
+    size_t most = 0;
+    for (size_t i = 0, j; i < sigs.size(); i = j) {
+      for (j = i; j < sigs.size() && sigs[j] == sigs[i]; ++j) {}
+      if (!sigs[i].empty() && j - i > most) most = j - i, common = sigs[i];
     }
+    if (most < static_cast<size_t>(kMinSliceAscii)) return nullptr;
+    cls = BytesTo(steps, common);
+    EarleySet there;
+    uint8_t first = 0;
+    while (!cls.HasAscii(first)) ++first;
+    parser.Advance(start, first, &there);
+    SliceClass loop = BytesTo(AsciiSteps(parser, there), common);
+    for (int w = 0; w < 2; ++w) cls.ascii[w] &= loop.ascii[w];
+    if (cls.NumAscii() < kMinSliceAscii) return nullptr;
   }
-  if (cls.NumAscii() < kMinSliceAscii) return nullptr;
   for (bool utf8 : {true, false}) {
     cls.utf8 = utf8;
     if (!Loops(parser, start, start_sig, cls)) continue;
