@@ -66,6 +66,15 @@ SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, co
   return cls;
 }
 
+// The pool's slice of `cls`, built on first use.
+std::shared_ptr<const TokenSlice> SliceFor(const TokenizerInfo& tok, const SliceClass& cls, NodeMaskPool& pool) {
+  std::string key = cls.Key();
+  if (auto found = pool.Find<TokenSlice>(NodeMaskPool::Kind::kSlice, key)) return found;
+  auto built = std::make_shared<const TokenSlice>(BuildTokenSlice(tok, cls));
+  int64_t bytes = static_cast<int64_t>(built->MemoryBytes());
+  return pool.Insert<TokenSlice>(NodeMaskPool::Kind::kSlice, key, std::move(built), bytes);
+}
+
 }  // namespace
 
 std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
@@ -101,14 +110,18 @@ std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const Token
   }
   for (bool utf8 : {true, false}) {
     cls.utf8 = utf8;
-    if (!Loops(parser, start, start_sig, cls)) continue;
-    std::string key = cls.Key();
-    if (auto found = pool.Find<TokenSlice>(NodeMaskPool::Kind::kSlice, key)) return found;
-    auto built = std::make_shared<const TokenSlice>(BuildTokenSlice(tok, cls));
-    int64_t bytes = static_cast<int64_t>(built->MemoryBytes());
-    return pool.Insert<TokenSlice>(NodeMaskPool::Kind::kSlice, key, std::move(built), bytes);
+    if (Loops(parser, start, start_sig, cls)) return SliceFor(tok, cls, pool);
   }
   return nullptr;
+}
+
+void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool) {
+  SliceClass json_string;
+  json_string.utf8 = true;
+  for (int b = 0x20; b < 0x80; ++b) {
+    if (b != '"' && b != '\\') json_string.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  SliceFor(tok, json_string, pool);
 }
 
 }  // namespace xgr2

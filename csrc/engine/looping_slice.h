@@ -19,4 +19,9 @@ namespace xgr2 {
 std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
                                                const EarleySet& start, NodeMaskPool& pool);
 
+// Builds, into a new vocabulary's pool, the slice of JSON string content (every
+// character but '"', '\\' and controls), which the builtin JSON grammar and every JSON
+// Schema string loop on: at tokenizer load, not in the middle of a generation.
+void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool);
+
 }  // namespace xgr2

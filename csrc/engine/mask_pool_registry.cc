@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/looping_slice.h"
+
 namespace xgr2 {
 namespace {
 
@@ -48,6 +50,7 @@ std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
   }
   if (!found) {
     found = std::make_shared<NodeMaskPool>();
+    PrebuildSlices(tok, *found);
     slots.push_back(Slot{tok.fingerprint(), vocabulary, found});
   }
   return found;
