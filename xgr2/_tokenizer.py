@@ -162,7 +162,12 @@ class TokenizerInfo(Frozen):
         return CrossGrammarCacheInfo(*self._pool.stats())
 
     def clear_cross_grammar_cache(self) -> None:
-        """Forgets the shared node masks (compiled grammars keep those they use)."""
+        """Forgets the shared node masks (compiled grammars keep those they use) and the token slices.
+
+        Token slices are the sets of tokens spelled by a dense class of characters (JSON
+        string content, free text), built once per vocabulary and class; the JSON string
+        one is built with the vocabulary's cache, the others on first use.
+        """
         self._pool.clear()
 
     def set_cross_grammar_cache_limit(self, limit_bytes: int) -> None:

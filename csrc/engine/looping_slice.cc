@@ -15,28 +15,35 @@ constexpr int kMinSliceAscii = 32;
 constexpr size_t kMaxPairs = 48;
 constexpr size_t kMaxItems = 64;
 
-// Whether every string of `cls` parses from `start`, whose signature is `start_sig`.
-bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& start_sig, const SliceClass& cls) {
+// Whether every string of the slice's language parses from `start` (signature
+// `start_sig`), where the first character, when ASCII, must also be in `first`.
+bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& start_sig, const SliceClass& first,
+           const SliceClass& loop) {
   struct Pair {
     int state;
+    bool began;  // past the first character
     const EarleySet* set;
     std::string sig;
   };
   std::vector<std::unique_ptr<EarleySet>> owned;  // sets the pairs' items may point into
-  std::vector<Pair> pairs{{0, &start, start_sig}};
+  std::vector<Pair> pairs{{0, false, &start, start_sig}};
   std::string sig;
   for (size_t i = 0; i < pairs.size(); ++i) {
     for (int b = 0; b < 256; ++b) {
-      int next = SliceStep(cls, pairs[i].state, static_cast<uint8_t>(b));
+      const Pair& from = pairs[i];
+      bool first_ascii = !from.began && from.state == 0 && b < 0x80;
+      int next = first_ascii ? (first.HasAscii(static_cast<uint8_t>(b)) ? 0 : -1)
+                             : SliceStep(loop, from.state, static_cast<uint8_t>(b));
       if (next < 0) continue;
+      bool began = from.began || next == 0;
       auto out = std::make_unique<EarleySet>();
-      if (!parser.Advance(*pairs[i].set, static_cast<uint8_t>(b), out.get())) return false;
+      if (!parser.Advance(*from.set, static_cast<uint8_t>(b), out.get())) return false;
       if (!ParseSignature(*out, kMaxItems, &sig)) return false;
       bool seen = false;
-      for (const Pair& p : pairs) seen |= p.state == next && p.sig == sig;
+      for (const Pair& p : pairs) seen |= p.state == next && p.began == began && p.sig == sig;
       if (seen) continue;
       if (pairs.size() == kMaxPairs) return false;
-      pairs.push_back({next, out.get(), sig});
+      pairs.push_back({next, began, out.get(), sig});
       owned.push_back(std::move(out));
     }
   }
@@ -69,26 +76,25 @@ SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, co
 // The pool's slice of `cls`, built on first use.
 std::shared_ptr<const TokenSlice> SliceFor(const TokenizerInfo& tok, const SliceClass& cls, NodeMaskPool& pool) {
   std::string key = cls.Key();
-  if (auto found = pool.Find<TokenSlice>(NodeMaskPool::Kind::kSlice, key)) return found;
-  auto built = std::make_shared<const TokenSlice>(BuildTokenSlice(tok, cls));
-  int64_t bytes = static_cast<int64_t>(built->MemoryBytes());
-  return pool.Insert<TokenSlice>(NodeMaskPool::Kind::kSlice, key, std::move(built), bytes);
+  if (auto found = pool.FindSlice(key)) return found;
+  return pool.InsertSlice(key, std::make_shared<const TokenSlice>(BuildTokenSlice(tok, cls)));
 }
 
 }  // namespace
 
-std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
-                                               const EarleySet& start, NodeMaskPool& pool) {
+SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const EarleySet& start, NodeMaskPool& pool) {
   int scannable = __builtin_popcountll(start.next_bytes[0]) + __builtin_popcountll(start.next_bytes[1]);
-  if (scannable < kMinSliceAscii) return nullptr;
+  if (scannable < kMinSliceAscii) return {};
   std::string start_sig;
-  if (!ParseSignature(start, kMaxItems, &start_sig)) return nullptr;
+  if (!ParseSignature(start, kMaxItems, &start_sig)) return {};
   std::vector<std::pair<uint8_t, std::string>> steps = AsciiSteps(parser, start);
-  // The class: the bytes that lead back to `start` (inside a string, free text), or
-  // else the bytes that lead to the state most bytes lead to, as far as that state
-  // loops on them itself (free text after a partial trigger such as "<functio").
-  SliceClass cls = BytesTo(steps, start_sig);
-  if (cls.NumAscii() < kMinSliceAscii) {
+  // The class: the bytes that lead back to `start` (inside a string, free text). Or
+  // else the class that the state most bytes lead to loops on, its tokens accepted
+  // from `start` when their first byte leads there (free text after a partial trigger
+  // such as "<functio": its slice is the free text's, less the tokens starting "n").
+  SliceClass first = BytesTo(steps, start_sig);
+  SliceClass loop = first;
+  if (first.NumAscii() < kMinSliceAscii) {
     std::vector<std::string> sigs;
     for (const auto& step : steps) sigs.push_back(step.second);
     std::sort(sigs.begin(), sigs.end());
@@ -98,21 +104,25 @@ std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const Token
       for (j = i; j < sigs.size() && sigs[j] == sigs[i]; ++j) {}
       if (!sigs[i].empty() && j - i > most) most = j - i, common = sigs[i];
     }
-    if (most < static_cast<size_t>(kMinSliceAscii)) return nullptr;
-    cls = BytesTo(steps, common);
+    if (most < static_cast<size_t>(kMinSliceAscii)) return {};
+    first = BytesTo(steps, common);
     EarleySet there;
-    uint8_t first = 0;
-    while (!cls.HasAscii(first)) ++first;
-    parser.Advance(start, first, &there);
-    SliceClass loop = BytesTo(AsciiSteps(parser, there), common);
-    for (int w = 0; w < 2; ++w) cls.ascii[w] &= loop.ascii[w];
-    if (cls.NumAscii() < kMinSliceAscii) return nullptr;
+    uint8_t b = 0;
+    while (!first.HasAscii(b)) ++b;
+    parser.Advance(start, b, &there);
+    loop = BytesTo(AsciiSteps(parser, there), common);
+    for (int w = 0; w < 2; ++w) first.ascii[w] &= loop.ascii[w];
+    if (first.NumAscii() < kMinSliceAscii) return {};
   }
   for (bool utf8 : {true, false}) {
-    cls.utf8 = utf8;
-    if (Loops(parser, start, start_sig, cls)) return SliceFor(tok, cls, pool);
+    loop.utf8 = first.utf8 = utf8;
+    if (!Loops(parser, start, start_sig, first, loop)) continue;
+    SliceUse use;
+    use.slice = SliceFor(tok, loop, pool);
+    for (int w = 0; w < 2; ++w) use.excluded_first[w] = loop.ascii[w] & ~first.ascii[w];
+    return use;
   }
-  return nullptr;
+  return {};
 }
 
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool) {

@@ -2,6 +2,8 @@
 // every string of which parses from the state. Every token of that slice is then
 // accepted from the state, and a walk need only look at the others.
 #pragma once
+#include <array>
+#include <cstdint>
 #include <memory>
 
 #include "engine/earley.h"
@@ -10,14 +12,23 @@
 
 namespace xgr2 {
 
-// The largest slice worth using that `start` loops on, or null. The class is the
-// ASCII bytes that lead back to a state parsing like `start` (ParseSignature), with
-// every non-ASCII character when they loop too; it is then checked by exploring the
+// A slice whose tokens a state accepts, except those whose first byte is in
+// `excluded_first` (ASCII bytes, which lead elsewhere from the state).
+struct SliceUse {
+  std::shared_ptr<const TokenSlice> slice;  // null: none
+  std::array<uint64_t, 2> excluded_first{};
+
+  bool Excludes(uint8_t b) const { return b < 0x80 && ((excluded_first[b >> 6] >> (b & 63)) & 1); }
+};
+
+// A slice worth using that `start` loops on, or none. The class is the ASCII bytes
+// that lead back to a state parsing like `start` (ParseSignature), or else those the
+// state most bytes lead to loops on (less the first bytes that lead elsewhere), with
+// every non-ASCII character when they loop too. It is then checked by exploring the
 // states its strings reach (the slice automaton times the parser's states, which must
 // never die). The slice itself is kept in the vocabulary's pool. `parser` must have
 // made `start`; its distance tracking (if any) sees every state the check visits.
-std::shared_ptr<const TokenSlice> LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok,
-                                               const EarleySet& start, NodeMaskPool& pool);
+SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const EarleySet& start, NodeMaskPool& pool);
 
 // Builds, into a new vocabulary's pool, the slice of JSON string content (every
 // character but '"', '\\' and controls), which the builtin JSON grammar and every JSON

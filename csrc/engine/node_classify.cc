@@ -57,36 +57,57 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   path[0] = sets[0];
   ended_by[0] = ended;
   // Where the parse loops on a dense class (string content, free text), its slice is
-  // accepted whole and only the other tokens are walked, from their own trie. The
-  // walk then meets the same states on the same bytes, so the rejected subtrees (all
-  // outside the slice) and the crossing ones come out as from the whole trie.
-  std::shared_ptr<const TokenSlice> slice = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : nullptr;
-  const TokenTrie& t = slice ? slice->rest : tok.trie();
-  const std::vector<int32_t>& ids = slice ? slice->rest_ids : tok.sorted_ids();
+  // accepted whole and only the other tokens are walked, from their own trie (and the
+  // slice's tokens whose first byte leads elsewhere, from the whole trie). The walk
+  // meets the same states on the same bytes, so the rejected subtrees (all outside
+  // the accepted part) and the crossing ones come out as from the whole trie.
+  SliceUse use = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : SliceUse{};
   auto mask = std::make_shared<InnerMask>();
   std::vector<int32_t> accepted;
-  WalkTrie(
-      t, 0, t.size(),
-      [&](size_t d, uint8_t byte) {
-        EarleySet* next = sets[d + 1];
-        ended = false;
-        if (!parser.Advance(*path[d], byte, next)) return false;
-        path[d + 1] = next;
-        ended_by[d + 1] = ended_by[d] || ended;
-        return true;
-      },
-      [&](int32_t i) {
-        for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(ids[t.first_pos[i] + k]);
-      },
-      [&](int32_t i) {
-        if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(slice ? slice->rest_to_full[i] : i);
-      });
-  if (slice) {
-    mask->accepted.count = slice->count + static_cast<int64_t>(accepted.size());
-    mask->accepted.words = slice->words;
-    for (int32_t id : accepted) mask->accepted.words[id >> 5] |= uint32_t{1} << (id & 31);
-  } else {
+  auto walk = [&](const TokenTrie& t, const std::vector<int32_t>& ids, const int32_t* to_full, int32_t begin,
+                  int32_t end) {
+    WalkTrie(
+        t, begin, end,
+        [&](size_t d, uint8_t byte) {
+          EarleySet* next = sets[d + 1];
+          ended = false;
+          if (!parser.Advance(*path[d], byte, next)) return false;
+          path[d + 1] = next;
+          ended_by[d + 1] = ended_by[d] || ended;
+          return true;
+        },
+        [&](int32_t i) {
+          for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(ids[t.first_pos[i] + k]);
+        },
+        [&](int32_t i) {
+          if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(to_full ? to_full[i] : i);
+        });
+  };
+  const TokenTrie& full = tok.trie();
+  const std::vector<int32_t>& sorted = tok.sorted_ids();
+  if (!use.slice) {
+    walk(full, sorted, nullptr, 0, full.size());
     mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
+  } else {
+    const TokenSlice& slice = *use.slice;
+    std::vector<uint32_t> words = slice.words;
+    for (int32_t i = 0; i < slice.rest.size(); i = slice.rest.next[i]) {  // the first bytes
+      if (!use.Excludes(slice.rest.byte[i])) {
+        walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.next[i]);
+      }
+    }
+    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
+      if (!use.Excludes(full.byte[i])) continue;
+      for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
+        words[sorted[p] >> 5] &= ~(uint32_t{1} << (sorted[p] & 31));
+      }
+      walk(full, sorted, nullptr, i, full.next[i]);
+    }
+    std::sort(mask->crossing.begin(), mask->crossing.end());
+    for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
+    mask->accepted.count = 0;
+    for (uint32_t w : words) mask->accepted.count += __builtin_popcount(w);
+    mask->accepted.words = std::move(words);
   }
   mask->crossing.shrink_to_fit();
   mask->radius = dist ? reached : INT32_MAX;

@@ -45,7 +45,7 @@ NodeMaskPool::Value NodeMaskPool::FindAny(Kind kind, std::string_view key) {
   std::string full = FullKey(kind, key);
   std::lock_guard<std::mutex> lock(mu_);
   Value found = FindLocked(full);
-  if (found && kind != Kind::kSlice) ++hits_;  // tokenizer data, not a reused mask
+  if (found) ++hits_;
   return found;
 }
 
@@ -116,8 +116,22 @@ int64_t NodeMaskPool::GrammarId(const std::string& fingerprint) {
   return *id;
 }
 
+std::shared_ptr<const TokenSlice> NodeMaskPool::FindSlice(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slices_.find(key);
+  return it == slices_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<const TokenSlice> NodeMaskPool::InsertSlice(const std::string& key,
+                                                            std::shared_ptr<const TokenSlice> slice) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slices_.size() >= kMaxSlices) return slice;
+  return slices_.emplace(key, std::move(slice)).first->second;  // another thread's, if it was first
+}
+
 void NodeMaskPool::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
+  slices_.clear();
   index_.clear();
   lru_.clear();
   bytes_ = 0;

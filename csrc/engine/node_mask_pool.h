@@ -35,7 +35,6 @@ class NodeMaskPool {
     kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
     kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
     kGrammarId = 'g',  // int64_t: GrammarId by automata fingerprint
-    kSlice = 's',      // TokenSlice by SliceClass::Key (not counted in hits)
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -75,7 +74,14 @@ class NodeMaskPool {
   // Ids are never reused, also after an eviction or Clear.
   int64_t GrammarId(const std::string& fingerprint);
 
-  void Clear();  // forgets every entry and zeroes the counters
+  // Token slices (token_slice.h) by SliceClass::Key: tokenizer data rather than masks,
+  // so kept apart from the entries and their counters, at most kMaxSlices of them
+  // (past that, InsertSlice returns `slice` without keeping it).
+  static constexpr size_t kMaxSlices = 64;
+  std::shared_ptr<const TokenSlice> FindSlice(const std::string& key) const;
+  std::shared_ptr<const TokenSlice> InsertSlice(const std::string& key, std::shared_ptr<const TokenSlice> slice);
+
+  void Clear();  // forgets every entry and slice and zeroes the counters
   void SetLimitBytes(int64_t limit);
 
   struct Stats {
@@ -89,11 +95,7 @@ class NodeMaskPool {
   static void CheckType(Kind kind) {
     bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
     bool list = kind == Kind::kContext || kind == Kind::kSameList;
-    bool slice = kind == Kind::kSlice;
-    if (std::is_same_v<T, InnerMask>    ? !inner
-        : std::is_same_v<T, TokenList>  ? !list
-        : std::is_same_v<T, TokenSlice> ? !slice
-                                        : true) {
+    if (std::is_same_v<T, InnerMask> ? !inner : std::is_same_v<T, TokenList> ? !list : true) {
       throw std::logic_error("NodeMaskPool: a kind used with the wrong value type");
     }
   }
@@ -114,6 +116,7 @@ class NodeMaskPool {
   void EvictTo(int64_t limit);
 
   mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const TokenSlice>> slices_;
   std::list<Entry> lru_;  // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;  // views into lru_'s keys
   int64_t next_grammar_id_ = 0;

@@ -35,12 +35,6 @@ int SliceStep(const SliceClass& c, int state, uint8_t b) {
   }
 }
 
-size_t TokenSlice::MemoryBytes() const {
-  return sizeof(TokenSlice) + 4 * (words.capacity() + rest_ids.capacity() + rest_to_full.capacity() +
-                                   rest.next.capacity() + rest.first_pos.capacity()) +
-         3 * rest.byte.capacity() + 2 * rest.num_tokens.capacity();
-}
-
 TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();

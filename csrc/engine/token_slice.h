@@ -40,8 +40,6 @@ struct TokenSlice {
   TokenTrie rest;
   std::vector<int32_t> rest_ids;
   std::vector<int32_t> rest_to_full;
-
-  size_t MemoryBytes() const;
 };
 
 // One pass over the tokenizer's trie.
