@@ -162,11 +162,11 @@ class TokenizerInfo(Frozen):
         return CrossGrammarCacheInfo(*self._pool.stats())
 
     def clear_cross_grammar_cache(self) -> None:
-        """Forgets the shared node masks (compiled grammars keep those they use) and the token slices.
+        """Forgets the shared node masks (compiled grammars keep those they use).
 
-        Token slices are the sets of tokens spelled by a dense class of characters (JSON
-        string content, free text), built once per vocabulary and class; the JSON string
-        one is built with the vocabulary's cache, the others on first use.
+        The vocabulary's token slices stay, like its trie: the sets of tokens spelled by a
+        dense class of characters (JSON string content, free text), built once per class,
+        the JSON string one when the vocabulary is first loaded, the others on first use.
         """
         self._pool.clear()
 

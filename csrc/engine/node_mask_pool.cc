@@ -131,7 +131,6 @@ std::shared_ptr<const TokenSlice> NodeMaskPool::InsertSlice(const std::string& k
 
 void NodeMaskPool::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  slices_.clear();
   index_.clear();
   lru_.clear();
   bytes_ = 0;

@@ -74,14 +74,14 @@ class NodeMaskPool {
   // Ids are never reused, also after an eviction or Clear.
   int64_t GrammarId(const std::string& fingerprint);
 
-  // Token slices (token_slice.h) by SliceClass::Key: tokenizer data rather than masks,
-  // so kept apart from the entries and their counters, at most kMaxSlices of them
-  // (past that, InsertSlice returns `slice` without keeping it).
+  // Token slices (token_slice.h) by SliceClass::Key: tokenizer data (like its trie)
+  // rather than masks, so kept apart from the entries, their counters and Clear, at
+  // most kMaxSlices of them (past that, InsertSlice returns `slice` without keeping it).
   static constexpr size_t kMaxSlices = 64;
   std::shared_ptr<const TokenSlice> FindSlice(const std::string& key) const;
   std::shared_ptr<const TokenSlice> InsertSlice(const std::string& key, std::shared_ptr<const TokenSlice> slice);
 
-  void Clear();  // forgets every entry and slice and zeroes the counters
+  void Clear();  // forgets every entry (not the slices) and zeroes the counters
   void SetLimitBytes(int64_t limit);
 
   struct Stats {
