@@ -4,6 +4,7 @@
 #include <string>
 
 #include "engine/looping_slice.h"
+#include "engine/state_memo.h"
 #include "engine/token_walk.h"
 
 namespace xgr2 {
@@ -41,6 +42,98 @@ std::vector<EarleySet*>& ClassifySets(size_t count) {
   return sets;
 }
 
+ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                         const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
+                         const int32_t* dist, int32_t* reached)
+    : parser_(fsm, ThreadScratch()),
+      calls_(follow),
+      inner_memo_(),
+      outer_memo_() {
+  if (dist) parser_.TrackDistance(dist, reached);
+  size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+  auto& sets = ClassifySets(3 * max_depth);
+  inner_sets_ = &sets[0];
+  outer_sets_ = &sets[max_depth];
+  merged_sets_ = &sets[2 * max_depth];
+  inner_.assign(max_depth, nullptr);
+  outer_.assign(max_depth, nullptr);
+  pair_id_.assign(max_depth, -1);
+  parser_.Watch(&parent_, &ended_);
+  parser_.SetGeneric(&generic_, &call_targets);
+  ended_ = false;
+  parser_.Seed(node, &parent_, inner_sets_[0]);
+  inner_[0] = inner_sets_[0];
+  outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
+  pair_id_[0] = InternPair(inner_[0], outer_[0], nullptr);
+  if (pair_id_[0] >= 0) inner_[0] = pairs_[pair_id_[0]]->inner, outer_[0] = pairs_[pair_id_[0]]->outer;
+}
+
+const EarleySet* ContextWalk::JoinContext(const EarleySet* base, size_t d) {
+  if (calls_.empty()) return base;  // the root: nothing can follow it
+  EarleySet* out = merged_sets_[d];
+  parser_.Extend(base, calls_, &generic_, out);
+  return out;
+}
+
+int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const EarleySet* joined_base) {
+  constexpr int32_t kAbsent = -3;
+  int32_t i = in ? inner_memo_.Intern(*in) : kAbsent;
+  if (i == -1) return -1;
+  int32_t o = kAbsent;
+  if (out) {
+    // A joined set's items may point to the set it extended: intern that first.
+    int32_t base = joined_base ? outer_memo_.Intern(*joined_base) : kAbsent;
+    if (base == -1) return -1;
+    o = base >= 0 ? outer_memo_.Intern(*out, joined_base, &outer_memo_.Set(base)) : outer_memo_.Intern(*out);
+    if (o == -1) return -1;
+  }
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(i)) << 32) | static_cast<uint32_t>(o);
+  auto [it, fresh] = pair_by_ids_.emplace(key, static_cast<int32_t>(pairs_.size()));
+  if (!fresh) return it->second;
+  if (pairs_.size() >= StateMemo::kMaxStates) {
+    pair_by_ids_.erase(it);
+    return -1;
+  }
+  auto pair = std::make_unique<Pair>();
+  pair->inner = in ? &inner_memo_.Set(i) : nullptr;
+  pair->outer = out ? &outer_memo_.Set(o) : nullptr;
+  pair->next.fill(StateMemo::kUnknown);
+  pairs_.push_back(std::move(pair));
+  return it->second;
+}
+
+bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
+  const EarleySet* in = nullptr;
+  const EarleySet* out = nullptr;
+  const EarleySet* advanced = nullptr;  // the outer parse's own step, before a join
+  ended_ = false;
+  if (inner_[d]) {
+    EarleySet* next = inner_sets_[d + 1];
+    if (parser_.Advance(*inner_[d], byte, next)) in = next;
+  }
+  bool ended_here = ended_;
+  if (outer_[d]) {
+    EarleySet* next = outer_sets_[d + 1];
+    if (parser_.Advance(*outer_[d], byte, next)) out = advanced = next;
+  }
+  if (ended_here) out = JoinContext(out, d + 1);
+  int32_t j = pair_id_[d];
+  if (!in && !out) {
+    if (j >= 0) pairs_[j]->next[byte] = StateMemo::kDead;
+    return false;
+  }
+  int32_t to = j >= 0 ? InternPair(in, out, out != advanced ? advanced : nullptr) : -1;
+  if (to >= 0) {
+    pairs_[j]->next[byte] = to;
+    in = pairs_[to]->inner;
+    out = pairs_[to]->outer;
+  }
+  inner_[d + 1] = in;
+  outer_[d + 1] = out;
+  pair_id_[d + 1] = to;
+  return true;
+}
+
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                          NodeMaskPool* pool, const int32_t* dist, int32_t* radius) {
   EarleySet parent;
@@ -51,10 +144,8 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   if (dist) parser.TrackDistance(dist, &reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   EarleySet* const* sets = ClassifySets(max_depth).data();
-  std::vector<const EarleySet*> path(max_depth);
   std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
   parser.Seed(node, &parent, sets[0]);
-  path[0] = sets[0];
   ended_by[0] = ended;
   // Where the parse loops on a dense class (string content, free text), its slice is
   // accepted whole and only the other tokens are walked, from their own trie (and the
@@ -64,18 +155,17 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   SliceUse use = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : SliceUse{};
   auto mask = std::make_shared<InnerMask>();
   std::vector<int32_t> accepted;
+  MemoPath memo_path(parser, sets, max_depth, *sets[0], &ended);
+  auto step = [&](size_t d, uint8_t byte) {
+    bool ended_now = false;
+    if (!memo_path.Step(d, byte, &ended_now)) return false;
+    ended_by[d + 1] = ended_by[d] || ended_now;
+    return true;
+  };
   auto walk = [&](const TokenTrie& t, const std::vector<int32_t>& ids, const int32_t* to_full, int32_t begin,
                   int32_t end) {
     WalkTrie(
-        t, begin, end,
-        [&](size_t d, uint8_t byte) {
-          EarleySet* next = sets[d + 1];
-          ended = false;
-          if (!parser.Advance(*path[d], byte, next)) return false;
-          path[d + 1] = next;
-          ended_by[d + 1] = ended_by[d] || ended;
-          return true;
-        },
+        t, begin, end, step,
         [&](int32_t i) {
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(ids[t.first_pos[i] + k]);
         },

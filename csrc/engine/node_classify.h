@@ -3,12 +3,15 @@
 // Pure functions of the automata and the vocabulary; the caches live elsewhere
 // (token_mask_cache.h: per grammar; shared_by_reach.h: across grammars).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/earley.h"
 #include "engine/node_mask_pool.h"
+#include "engine/state_memo.h"
 #include "grammar/fsm.h"
 #include "xgr2/tokenizer.h"
 
@@ -74,53 +77,38 @@ class ContextWalk {
   // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
               const std::vector<std::vector<int32_t>>& call_targets, const int32_t* dist = nullptr,
-              int32_t* reached = nullptr)
-      : parser_(fsm, ThreadScratch()), calls_(follow) {
-    if (dist) parser_.TrackDistance(dist, reached);
-    size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
-    auto& sets = ClassifySets(3 * max_depth);
-    inner_sets_ = &sets[0];
-    outer_sets_ = &sets[max_depth];
-    merged_sets_ = &sets[2 * max_depth];
-    inner_.assign(max_depth, nullptr);
-    outer_.assign(max_depth, nullptr);
-    parser_.Watch(&parent_, &ended_);
-    parser_.SetGeneric(&generic_, &call_targets);
-    ended_ = false;
-    parser_.Seed(node, &parent_, inner_sets_[0]);
-    inner_[0] = inner_sets_[0];
-    outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
-  }
+              int32_t* reached = nullptr);
 
-  // Extends the path at depth d by `byte`; false when both parses die.
+  // Extends the path at depth d by `byte`; false when both parses die. A pair of
+  // states met before steps by its memo (StateMemo) without parsing.
   bool Step(size_t d, uint8_t byte) {
-    const EarleySet* in = nullptr;
-    const EarleySet* out = nullptr;
-    ended_ = false;
-    if (inner_[d]) {
-      EarleySet* next = inner_sets_[d + 1];
-      if (parser_.Advance(*inner_[d], byte, next)) in = next;
+    int32_t j = pair_id_[d];
+    if (j >= 0) {
+      int32_t to = pairs_[j]->next[byte];
+      if (to == StateMemo::kDead) return false;
+      if (to >= 0) {
+        inner_[d + 1] = pairs_[to]->inner;
+        outer_[d + 1] = pairs_[to]->outer;
+        pair_id_[d + 1] = to;
+        return true;
+      }
     }
-    bool ended_here = ended_;
-    if (outer_[d]) {
-      EarleySet* next = outer_sets_[d + 1];
-      if (parser_.Advance(*outer_[d], byte, next)) out = next;
-    }
-    if (ended_here) out = JoinContext(out, d + 1);
-    if (!in && !out) return false;
-    inner_[d + 1] = in;
-    outer_[d + 1] = out;
-    return true;
+    return StepParsing(d, byte);
   }
 
  private:
+  // A pair of interned states (null: that parse is dead) and its known steps.
+  struct Pair {
+    const EarleySet* inner;
+    const EarleySet* outer;
+    std::array<int32_t, 256> next;
+  };
+  bool StepParsing(size_t d, uint8_t byte);
   // The outer parse at depth d joined by a fresh context, where the rule just ended.
-  const EarleySet* JoinContext(const EarleySet* base, size_t d) {
-    if (calls_.empty()) return base;  // the root: nothing can follow it
-    EarleySet* out = merged_sets_[d];
-    parser_.Extend(base, calls_, &generic_, out);
-    return out;
-  }
+  const EarleySet* JoinContext(const EarleySet* base, size_t d);
+  // The pair id of (in, out), interning them (`joined_base`: the set a joined `out`
+  // was extended from), or -1 when they cannot be interned.
+  int32_t InternPair(const EarleySet* in, const EarleySet* out, const EarleySet* joined_base);
 
   EarleyParser parser_;
   const std::vector<int32_t>& calls_;
@@ -130,6 +118,10 @@ class ContextWalk {
   EarleySet* const* outer_sets_ = nullptr;
   EarleySet* const* merged_sets_ = nullptr;
   std::vector<const EarleySet*> inner_, outer_;
+  StateMemo inner_memo_, outer_memo_;
+  std::vector<std::unique_ptr<Pair>> pairs_;
+  std::unordered_map<uint64_t, int32_t> pair_by_ids_;
+  std::vector<int32_t> pair_id_;  // per depth: the pair the path is at, or -1
 };
 
 }  // namespace xgr2

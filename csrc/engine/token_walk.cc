@@ -6,13 +6,19 @@
 #include <string>
 #include <vector>
 
+#include "engine/state_memo.h"
+
 namespace xgr2 {
 namespace {
 
 // Scratch sets, one per depth, reused across calls on a thread.
-std::vector<std::unique_ptr<EarleySet>>& DepthSets(size_t depth) {
-  thread_local std::vector<std::unique_ptr<EarleySet>> sets;
-  while (sets.size() < depth) sets.push_back(std::make_unique<EarleySet>());
+std::vector<EarleySet*>& DepthSets(size_t depth) {
+  thread_local std::vector<std::unique_ptr<EarleySet>> owned;
+  thread_local std::vector<EarleySet*> sets;
+  while (owned.size() < depth) {
+    owned.push_back(std::make_unique<EarleySet>());
+    sets.push_back(owned.back().get());
+  }
   return sets;
 }
 
@@ -24,15 +30,9 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   EarleyParser parser(fsm, ThreadScratch());
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   auto& sets = DepthSets(max_depth);
-  thread_local std::vector<const EarleySet*> path;
-  path.resize(max_depth);
-  path[0] = &start;
-  auto step = [&](size_t d, uint8_t byte) {
-    EarleySet* next = sets[d + 1].get();
-    if (!parser.Advance(*path[d], byte, next)) return false;
-    path[d + 1] = next;
-    return true;
-  };
+  // The start's items have persistent origins, so the walk's states can be interned.
+  MemoPath path(parser, sets.data(), max_depth, start);
+  auto step = [&](size_t d, uint8_t byte) { return path.Step(d, byte); };
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();

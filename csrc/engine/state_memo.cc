@@ -1,0 +1,54 @@
+#include "engine/state_memo.h"
+
+namespace xgr2 {
+
+int32_t StateMemo::Intern(const EarleySet& set, const EarleySet* alias, const EarleySet* alias_of) {
+  if (states_.size() >= max_states_ || !ParseSignature(set, max_items_, &signature_)) return -1;
+  auto [it, fresh] = by_signature_.emplace(signature_, static_cast<int32_t>(states_.size()));
+  if (!fresh) return it->second;
+  auto state = std::make_unique<State>();
+  state->next.fill(kUnknown);
+  EarleySet& copy = state->set;
+  copy.items = set.items;
+  for (EarleyItem& item : copy.items) {
+    if (item.origin == &set) item.origin = &copy;
+    if (alias && item.origin == alias) item.origin = alias_of;
+  }
+  copy.next_bytes = set.next_bytes;
+  copy.accepting = set.accepting;
+  copy.initial = set.initial;
+  states_.push_back(std::move(state));
+  return it->second;
+}
+
+void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {
+  State& s = *states_[id];
+  s.next[byte] = to;
+  if (ended) s.ended[byte >> 6] |= uint64_t{1} << (byte & 63);
+}
+
+MemoPath::MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
+                   bool* ended)
+    : parser_(parser), scratch_(scratch), ended_(ended ? ended : &no_watch_), path_(max_depth), id_(max_depth, -1) {
+  id_[0] = memo_.Intern(start);
+  path_[0] = id_[0] >= 0 ? &memo_.Set(id_[0]) : &start;
+}
+
+bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
+  int32_t id = id_[d];
+  EarleySet* next = scratch_[d + 1];
+  *ended_ = false;
+  if (!parser_.Advance(*path_[d], byte, next)) {
+    if (id >= 0) memo_.SetNext(id, byte, StateMemo::kDead, false);
+    return false;
+  }
+  if (ended_now) *ended_now = *ended_;
+  // Only a step from an interned state is interned: its origins are then interned too.
+  int32_t to = id >= 0 ? memo_.Intern(*next) : -1;
+  if (to >= 0) memo_.SetNext(id, byte, to, *ended_);
+  path_[d + 1] = to >= 0 ? &memo_.Set(to) : next;
+  id_[d + 1] = to;
+  return true;
+}
+
+}  // namespace xgr2
