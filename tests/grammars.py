@@ -138,6 +138,47 @@ emoji: /[^;\U0001F600-\U0001F64F]/*
 bounded: /[a-z ]/ ~ 0..40
 """
 
+# A C-like expression chain (a rule per precedence level): after an operand a state
+# holds an item for every level, large enough for walks to memoize their states
+# (csrc/engine/state_memo.h).
+EXPRS = r"""
+root ::= stmt+
+stmt ::= ws ident ws "=" ws expr ws ";"
+expr ::= or_expr
+or_expr ::= and_expr (ws "||" ws and_expr)*
+and_expr ::= eq_expr (ws "&&" ws eq_expr)*
+eq_expr ::= rel_expr (ws ("==" | "!=") ws rel_expr)*
+rel_expr ::= add_expr (ws ("<" | ">" | "<=" | ">=") ws add_expr)*
+add_expr ::= mul_expr (ws [+\-] ws mul_expr)*
+mul_expr ::= unary (ws [*/%] ws unary)*
+unary ::= [\-!] ws unary | postfix
+postfix ::= primary (ws ("[" ws expr ws "]" | "(" ws args? ws ")" | "." ws ident))*
+args ::= expr (ws "," ws expr)*
+primary ::= ident | number | "(" ws expr ws ")"
+ident ::= [a-zA-Z_] [a-zA-Z0-9_]*
+number ::= [0-9]+ ("." [0-9]+)?
+ws ::= [ \t\n]*
+"""
+
+EXPRS_LARK = r"""
+root: stmt+
+stmt: ws ident ws "=" ws expr ws ";"
+expr: or_expr
+or_expr: and_expr (ws "||" ws and_expr)*
+and_expr: eq_expr (ws "&&" ws eq_expr)*
+eq_expr: rel_expr (ws ("==" | "!=") ws rel_expr)*
+rel_expr: add_expr (ws ("<" | ">" | "<=" | ">=") ws add_expr)*
+add_expr: mul_expr (ws /[+\-]/ ws mul_expr)*
+mul_expr: unary (ws /[*\/%]/ ws unary)*
+unary: /[\-!]/ ws unary | postfix
+postfix: primary (ws ("[" ws expr ws "]" | "(" ws args? ws ")" | "." ws ident))*
+args: expr (ws "," ws expr)*
+primary: ident | number | "(" ws expr ws ")"
+ident: /[a-zA-Z_]/ /[a-zA-Z0-9_]/*
+number: /[0-9]/+ ("." /[0-9]/+)?
+ws: /[ \t\n]/*
+"""
+
 EBNF = {
     "json": JSON,
     "arith": ARITH,
@@ -147,6 +188,7 @@ EBNF = {
     "unicode": UNICODE,
     "repeat": REPEAT,
     "loops": LOOPS,
+    "exprs": EXPRS,
 }
 
 LARK = {
@@ -158,6 +200,7 @@ LARK = {
     "unicode": UNICODE_LARK,
     "repeat": REPEAT_LARK,
     "loops": LOOPS_LARK,
+    "exprs": EXPRS_LARK,
 }
 
 # Characters that random strings for each grammar are drawn from: the grammar's own
@@ -171,4 +214,5 @@ ALPHABET = {
     "unicode": "αβωАяЖ日本語✓a!Z \x05é",
     "repeat": "abcd.,;!$xX é\n",
     "loops": 'tiqnebq:;<>aZ_9 "\\né😀🙂🌍\x01',
+    "exprs": "ab_Z09. =;+-*/%<>!&|()[],\t\n#é",
 }

@@ -44,11 +44,8 @@ std::vector<EarleySet*>& ClassifySets(size_t count) {
 
 ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                          const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
-                         const int32_t* dist, int32_t* reached)
-    : parser_(fsm, ThreadScratch()),
-      calls_(follow),
-      inner_memo_(),
-      outer_memo_() {
+                         bool memo, const int32_t* dist, int32_t* reached)
+    : parser_(fsm, ThreadScratch()), calls_(follow), memo_allowed_(memo) {
   if (dist) parser_.TrackDistance(dist, reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   auto& sets = ClassifySets(3 * max_depth);
@@ -64,6 +61,12 @@ ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
   parser_.Seed(node, &parent_, inner_sets_[0]);
   inner_[0] = inner_sets_[0];
   outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
+}
+
+void ContextWalk::StartMemo() {
+  // The sets at depth 0 point to nothing of the walk's but themselves; deeper ones are
+  // interned as the walk comes back up to the pairs that are.
+  memo_started_ = true;
   pair_id_[0] = InternPair(inner_[0], outer_[0], nullptr);
   if (pair_id_[0] >= 0) inner_[0] = pairs_[pair_id_[0]]->inner, outer_[0] = pairs_[pair_id_[0]]->outer;
 }
@@ -84,7 +87,7 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
     // A joined set's items may point to the set it extended: intern that first.
     int32_t base = joined_base ? outer_memo_.Intern(*joined_base) : kAbsent;
     if (base == -1) return -1;
-    o = base >= 0 ? outer_memo_.Intern(*out, joined_base, &outer_memo_.Set(base)) : outer_memo_.Intern(*out);
+    o = base >= 0 ? outer_memo_.Intern(*out, {{joined_base, &outer_memo_.Set(base)}}) : outer_memo_.Intern(*out);
     if (o == -1) return -1;
   }
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(i)) << 32) | static_cast<uint32_t>(o);
@@ -103,6 +106,8 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
 }
 
 bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
+  size_t items = (inner_[d] ? inner_[d]->items.size() : 0) + (outer_[d] ? outer_[d]->items.size() : 0);
+  if (memo_allowed_ && !memo_started_ && items >= StateMemo::kMinItems) StartMemo();
   const EarleySet* in = nullptr;
   const EarleySet* out = nullptr;
   const EarleySet* advanced = nullptr;  // the outer parse's own step, before a join
@@ -213,8 +218,11 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
   int32_t reached = 0;
   if (radius) *radius = 0;
   if (inner.crossing.empty()) return uncertain;
-  ContextWalk walk(fsm, tok, node, follow, call_targets, dist, &reached);
   const TokenTrie& t = tok.trie();
+  int64_t tokens = 0;  // under the crossing subtrees
+  for (int32_t root : inner.crossing) tokens += t.first_pos[t.next[root]] - t.first_pos[root];
+  ContextWalk walk(fsm, tok, node, follow, call_targets, tokens >= static_cast<int64_t>(StateMemo::kMinTokens), dist,
+                   &reached);
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
   // survived; consecutive subtrees share the part of that path they have in common.

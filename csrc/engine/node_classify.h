@@ -75,8 +75,10 @@ class ContextWalk {
   // `follow`: where the parse goes on when the node's rule ends (then, when those rules
   // end, at every call site: call_targets).
   // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
+  // With `memo`, pairs of states met before step without parsing (for long walks over
+  // large states; it starts at the first step from StateMemo::kMinItems items).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
-              const std::vector<std::vector<int32_t>>& call_targets, const int32_t* dist = nullptr,
+              const std::vector<std::vector<int32_t>>& call_targets, bool memo, const int32_t* dist = nullptr,
               int32_t* reached = nullptr);
 
   // Extends the path at depth d by `byte`; false when both parses die. A pair of
@@ -104,6 +106,8 @@ class ContextWalk {
     std::array<int32_t, 256> next;
   };
   bool StepParsing(size_t d, uint8_t byte);
+  // Starts the memo, once a step has met a state large enough to be worth it.
+  void StartMemo();
   // The outer parse at depth d joined by a fresh context, where the rule just ended.
   const EarleySet* JoinContext(const EarleySet* base, size_t d);
   // The pair id of (in, out), interning them (`joined_base`: the set a joined `out`
@@ -118,6 +122,7 @@ class ContextWalk {
   EarleySet* const* outer_sets_ = nullptr;
   EarleySet* const* merged_sets_ = nullptr;
   std::vector<const EarleySet*> inner_, outer_;
+  bool memo_allowed_, memo_started_ = false;
   StateMemo inner_memo_, outer_memo_;
   std::vector<std::unique_ptr<Pair>> pairs_;
   std::unordered_map<uint64_t, int32_t> pair_by_ids_;

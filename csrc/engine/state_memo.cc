@@ -2,7 +2,7 @@
 
 namespace xgr2 {
 
-int32_t StateMemo::Intern(const EarleySet& set, const EarleySet* alias, const EarleySet* alias_of) {
+int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   if (states_.size() >= max_states_ || !ParseSignature(set, max_items_, &signature_)) return -1;
   auto [it, fresh] = by_signature_.emplace(signature_, static_cast<int32_t>(states_.size()));
   if (!fresh) return it->second;
@@ -12,7 +12,9 @@ int32_t StateMemo::Intern(const EarleySet& set, const EarleySet* alias, const Ea
   copy.items = set.items;
   for (EarleyItem& item : copy.items) {
     if (item.origin == &set) item.origin = &copy;
-    if (alias && item.origin == alias) item.origin = alias_of;
+    for (const auto& [scratch, interned] : aliases) {
+      if (item.origin == scratch) item.origin = interned;
+    }
   }
   copy.next_bytes = set.next_bytes;
   copy.accepting = set.accepting;
@@ -28,13 +30,30 @@ void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {
 }
 
 MemoPath::MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
-                   bool* ended)
-    : parser_(parser), scratch_(scratch), ended_(ended ? ended : &no_watch_), path_(max_depth), id_(max_depth, -1) {
-  id_[0] = memo_.Intern(start);
-  path_[0] = id_[0] >= 0 ? &memo_.Set(id_[0]) : &start;
+                   bool* ended, bool memo)
+    : parser_(parser),
+      scratch_(scratch),
+      ended_(ended ? ended : &no_watch_),
+      memo_allowed_(memo),
+      path_(max_depth),
+      id_(max_depth, -1) {
+  path_[0] = &start;
+}
+
+void MemoPath::Start(size_t d) {
+  memo_started_ = true;
+  StateMemo::Aliases aliases;
+  for (size_t k = 0; k <= d; ++k) {
+    int32_t id = memo_.Intern(*path_[k], aliases);
+    if (id < 0) return;  // the deeper states stay unmemoized
+    aliases.emplace_back(path_[k], &memo_.Set(id));
+    path_[k] = &memo_.Set(id);
+    id_[k] = id;
+  }
 }
 
 bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
+  if (memo_allowed_ && !memo_started_ && path_[d]->items.size() >= StateMemo::kMinItems) Start(d);
   int32_t id = id_[d];
   EarleySet* next = scratch_[d + 1];
   *ended_ = false;

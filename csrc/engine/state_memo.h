@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,15 +26,22 @@ class StateMemo {
   // items; past that it steps by parsing.
   static constexpr size_t kMaxStates = 4096;
   static constexpr size_t kMaxItems = 2048;
+  // Walks over fewer tokens, or from states of fewer items, step by parsing: a step
+  // of a small state costs about what interning a state does (JSON, most schemas).
+  static constexpr size_t kMinTokens = 512;
+  static constexpr size_t kMinItems = 12;
 
   StateMemo(size_t max_states = kMaxStates, size_t max_items = kMaxItems)
       : max_states_(max_states), max_items_(max_items) {}
 
+  // Sets standing for sets of the memo equal to them: (scratch set, interned set).
+  using Aliases = std::vector<std::pair<const EarleySet*, const EarleySet*>>;
+
   // The id of the state equal to `set`, interning a copy when new; -1 when it cannot
   // (too large, or the memo is full). The items' origins must outlive the memo: sets
   // of the memo, sets outside the walk, or `set` itself (a copy points to itself), or
-  // `alias` (a copy points to `alias_of` instead, a set of the memo equal to it).
-  int32_t Intern(const EarleySet& set, const EarleySet* alias = nullptr, const EarleySet* alias_of = nullptr);
+  // sets in `aliases` (a copy points to the interned set instead).
+  int32_t Intern(const EarleySet& set, const Aliases& aliases = {});
 
   const EarleySet& Set(int32_t id) const { return states_[id]->set; }
   // The state after `byte` (kDead, or kUnknown before SetNext), and whether that step
@@ -55,12 +63,14 @@ class StateMemo {
 };
 
 // One parse along a trie path, a state per depth, stepping by a StateMemo where the
-// path is at interned states and by the parser (into `scratch[d + 1]`) elsewhere.
+// path is at interned states and by the parser (into `scratch[d + 1]`) elsewhere. The
+// memo starts when the walk first steps from a state of StateMemo::kMinItems items.
 class MemoPath {
  public:
   // `parser` made `start`; `ended` is its watch flag (EarleyParser::Watch), if any.
+  // Without `memo`, every step parses.
   MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
-           bool* ended = nullptr);
+           bool* ended = nullptr, bool memo = true);
 
   // Extends the path at depth d by `byte`; false when the parse dies. *ended_now:
   // whether the step completed an item of the watched set.
@@ -81,11 +91,14 @@ class MemoPath {
 
  private:
   bool StepParsing(size_t d, uint8_t byte, bool* ended_now);
+  // Interns the path's states up to depth d: from now on steps are memoized.
+  void Start(size_t d);
 
   EarleyParser& parser_;
   EarleySet* const* scratch_;
   bool* ended_;
   bool no_watch_ = false;
+  bool memo_allowed_, memo_started_ = false;
   StateMemo memo_;
   std::vector<const EarleySet*> path_;
   std::vector<int32_t> id_;  // per depth: the interned state, or -1

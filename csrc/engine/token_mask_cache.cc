@@ -105,8 +105,8 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   auto compute = [&](const int32_t* dist, int32_t* r) -> List {
     auto narrowed = std::make_shared<std::vector<int32_t>>();
     if (mask.has_uncertain) {
-      ContextWalk walk(fsm_, tok_, node, follow, call_targets_);
       const std::vector<int32_t>& all = mask.uncertain;
+      ContextWalk walk(fsm_, tok_, node, follow, call_targets_, all.size() >= StateMemo::kMinTokens);
       WalkPositions(
           tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
           [&](size_t k) { narrowed->push_back(all[k]); });

@@ -31,7 +31,7 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   auto& sets = DepthSets(max_depth);
   // The start's items have persistent origins, so the walk's states can be interned.
-  MemoPath path(parser, sets.data(), max_depth, start);
+  MemoPath path(parser, sets.data(), max_depth, start, nullptr, !positions || count >= StateMemo::kMinTokens);
   auto step = [&](size_t d, uint8_t byte) { return path.Step(d, byte); };
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
