@@ -1,6 +1,9 @@
 #include "grammar/determinize.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
@@ -173,6 +176,75 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
     dfa.final.push_back(std::binary_search(members.begin(), members.end(), nfa_final));
     dfa.begin.push_back(static_cast<int32_t>(dfa.edges.size()));
   }
+  return dfa;
+}
+
+namespace {
+
+struct SharedDfas {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const RuleDfa>> by_nfa;
+  size_t edges = 0;
+};
+
+SharedDfas& TheSharedDfas() {
+  static SharedDfas* shared = new SharedDfas;  // never destroyed: used until exit
+  return *shared;
+}
+
+template <class T>
+void Put(std::string* key, T value) {
+  key->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+}  // namespace
+
+RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name) {
+  std::vector<int32_t> rules;  // the referenced rules, ascending: a rule's rank is its index
+  for (const NfaEdge& e : nfa.edges) {
+    if (e.rule >= 0) rules.push_back(e.rule);
+  }
+  std::sort(rules.begin(), rules.end());
+  rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
+  auto rank = [&](int32_t rule) {
+    return static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
+  };
+  std::string key;
+  key.reserve(16 + 4 * nfa.begin.size() + 12 * nfa.edges.size());
+  Put(&key, start);
+  Put(&key, nfa_final);
+  for (int32_t b : nfa.begin) Put(&key, b);
+  for (const NfaEdge& e : nfa.edges) {
+    Put(&key, e.lo);
+    Put(&key, e.hi);
+    Put(&key, e.rule >= 0 ? rank(e.rule) : e.rule);
+    Put(&key, e.target);
+  }
+  SharedDfas& shared = TheSharedDfas();
+  std::shared_ptr<const RuleDfa> found;
+  {
+    std::lock_guard<std::mutex> lock(shared.mu);
+    auto it = shared.by_nfa.find(key);
+    if (it != shared.by_nfa.end()) found = it->second;
+  }
+  if (found) {
+    RuleDfa dfa = *found;
+    for (FsmEdge& e : dfa.edges) {
+      if (e.rule >= 0) e.rule = rules[e.rule];
+    }
+    return dfa;
+  }
+  RuleDfa dfa = Determinize(nfa, start, nfa_final, rule_name);
+  auto ranked = std::make_shared<RuleDfa>(dfa);
+  for (FsmEdge& e : ranked->edges) {
+    if (e.rule >= 0) e.rule = rank(e.rule);
+  }
+  std::lock_guard<std::mutex> lock(shared.mu);
+  if (shared.edges + ranked->edges.size() > kMaxSharedDfaEdges) {
+    shared.by_nfa.clear();
+    shared.edges = 0;
+  }
+  if (shared.by_nfa.emplace(std::move(key), std::move(ranked)).second) shared.edges += dfa.edges.size();
   return dfa;
 }
 

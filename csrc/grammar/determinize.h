@@ -37,4 +37,13 @@ struct RuleDfa {
 // GrammarError naming `rule_name` past GrammarLimits::kMaxDfaNodesPerRule nodes.
 RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
 
+// Determinize, with the result kept process-wide by the NFA it came from (rule
+// references by rank among the rules it references, which is all the construction
+// depends on them for: the result is the same as Determinize's). Grammars built per
+// request (a tool set, a JSON Schema) repeat most of their rules, and determinizing is
+// most of building their automata. At most kMaxSharedDfaEdges edges are kept; past
+// that the store starts over.
+constexpr size_t kMaxSharedDfaEdges = size_t{1} << 20;
+RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
+
 }  // namespace xgr2

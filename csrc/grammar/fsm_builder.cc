@@ -257,7 +257,7 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     NfaBuilder nb(g, inlined, &budget);
     int32_t start = nb.NewNode();
     int32_t end = nb.Build(g.rules[r].body, start);
-    dfas.push_back(Determinize(nb.Take(), start, end, g.rules[r].name));
+    dfas.push_back(DeterminizeShared(nb.Take(), start, end, g.rules[r].name));
   }
 
   // Rules that reference each rule, for worklist fixpoints.
