@@ -281,6 +281,159 @@ class SchemaCompiler {
     return flat;
   }
 
+  // ---------------------------------------------------------------- conditionals by case
+  // An allOf of `if` / `then` / `else` whose `if`s test one property P by const / enum
+  // (cfn-lint's version tables: if Engine is X then EngineVersion is one of ...):
+  // distributing them pair by pair multiplies their branches. Instead, one case per tested
+  // value of P, plus P with another value, P absent and not an object (together every JSON
+  // value); in each case each `if`'s test of P is decided, leaving its `then`, its `else`,
+  // or a conditional on the rest of the `if`. Marks the items it took in `split`;
+  // nullptr when the allOf does not have that shape.
+  const JsonValue* SplitByDiscriminator(const std::vector<JsonValue>& items, std::vector<bool>* split) {
+    constexpr size_t kMinConditionals = 3, kMaxValues = 64;
+    struct Cond {
+      size_t item;
+      const JsonValue *when, *then, *otherwise;
+    };
+    std::vector<Cond> conds;
+    for (size_t i = 0; i < items.size(); ++i) {
+      const JsonValue& c = items[i];
+      const JsonValue* when = c.IsObject() ? c.Find("if") : nullptr;
+      if (!when || !when->IsObject()) continue;
+      bool plain = true;
+      for (const auto& [k, v] : c.members) plain = plain && (k == "if" || k == "then" || k == "else" || kAnnotations.count(k));
+      for (const auto& [k, v] : when->members) {
+        plain = plain && (k == "properties" || k == "required" || kAnnotations.count(k) ||
+                          (k == "type" && v.IsString() && v.text == "object"));
+      }
+      const JsonValue *props = when->Find("properties"), *req = when->Find("required");
+      plain = plain && (!props || props->IsObject()) && (!req || req->IsArray());
+      if (plain) conds.push_back({i, when, c.Find("then"), c.Find("else")});
+    }
+    if (conds.size() < kMinConditionals) return nullptr;
+    // P: the property that most `if`s require and test by const / enum.
+    auto requires = [](const JsonValue& when, const std::string& name) {
+      const JsonValue* req = when.Find("required");
+      if (!req) return false;
+      for (const JsonValue& r : req->items) {
+        if (r.IsString() && r.text == name) return true;
+      }
+      return false;
+    };
+    auto test_of = [](const JsonValue& when, const std::string& name) -> const JsonValue* {
+      const JsonValue* props = when.Find("properties");
+      return props ? props->Find(name) : nullptr;
+    };
+    auto listed = [](const JsonValue* test) -> std::vector<JsonValue> {
+      if (!test || !test->IsObject()) return {};
+      for (const auto& [k, v] : test->members) {
+        if (k != "const" && k != "enum" && k != "type" && !kAnnotations.count(k)) return {};
+      }
+      if (const JsonValue* c = test->Find("const")) return {*c};
+      if (const JsonValue* e = test->Find("enum"); e && e->IsArray()) return e->items;
+      return {};
+    };
+    std::map<std::string, size_t> votes;
+    for (const Cond& c : conds) {
+      if (const JsonValue* props = c.when->Find("properties")) {
+        for (const auto& [name, test] : props->members) {
+          if (requires(*c.when, name) && !listed(&test).empty()) ++votes[name];
+        }
+      }
+    }
+    std::string p;
+    size_t best = 1;
+    for (const auto& [name, n] : votes) {
+      if (n > best) p = name, best = n;
+    }
+    if (p.empty()) return nullptr;
+    std::vector<JsonValue> values;
+    for (const Cond& c : conds) {
+      for (const JsonValue& v : listed(test_of(*c.when, p))) {
+        bool seen = false;
+        for (const JsonValue& x : values) seen = seen || JsonEqual(x, v);
+        if (!seen) values.push_back(v);
+      }
+    }
+    if (values.size() > kMaxValues) return nullptr;
+    // Whether the `if` of `c` holds on its P part for a P of value `v` (-1: undecided).
+    auto p_test = [&](const Cond& c, const JsonValue& v) -> int {
+      const JsonValue* test = test_of(*c.when, p);
+      if (!test || (test->IsBool() && test->boolean)) return 1;
+      if (!test->IsObject()) return -1;
+      if (!HasType(TypesOf(*test), v)) return 0;
+      for (const auto& [k, kv] : test->members) {
+        if (k == "type" || kAnnotations.count(k)) continue;
+        int verdict;
+        if (k == "const") {
+          verdict = JsonEqual(kv, v);
+        } else if (k == "enum") {
+          if (!kv.IsArray()) return -1;
+          verdict = 0;
+          for (const JsonValue& x : kv.items) verdict = verdict || JsonEqual(x, v);
+        } else {
+          verdict = ValuePasses(k, kv, v);
+        }
+        if (verdict <= 0) return verdict;
+      }
+      return 1;
+    };
+    auto without_p = [&](const JsonValue& when) {
+      JsonValue rest = Obj({});
+      for (const auto& [k, v] : when.members) {
+        if (k == "properties") {
+          JsonValue props = WithoutKey(v, p);
+          if (!props.members.empty()) rest.members.emplace_back(k, props);
+        } else if (k == "required") {
+          JsonValue req = Arr({});
+          for (const JsonValue& r : v.items) {
+            if (!(r.IsString() && r.text == p)) req.items.push_back(r);
+          }
+          if (!req.items.empty()) rest.members.emplace_back(k, req);
+        } else if (!kAnnotations.count(k) && k != "type") {  // type object: holds in these cases
+          rest.members.emplace_back(k, v);
+        }
+      }
+      return rest;
+    };
+    auto outcome = [&](const Cond& c, int holds, JsonValue* all) {
+      const JsonValue& original = items[c.item];
+      if (holds < 0) return all->items.push_back(original);
+      if (!holds) return all->items.push_back(c.otherwise ? *c.otherwise : BoolSchema(true));
+      JsonValue rest = without_p(*c.when);
+      if (rest.members.empty()) return all->items.push_back(c.then ? *c.then : BoolSchema(true));
+      JsonValue cond = Obj({{"if", rest}});
+      if (c.then) cond.members.emplace_back("then", *c.then);
+      if (c.otherwise) cond.members.emplace_back("else", *c.otherwise);
+      all->items.push_back(cond);
+    };
+    JsonValue cases = Arr({});
+    auto add_case = [&](JsonValue constraint, const std::function<int(const Cond&)>& holds) {
+      JsonValue all = Arr({std::move(constraint)});
+      for (const Cond& c : conds) outcome(c, holds(c), &all);
+      cases.items.push_back(Obj({{"allOf", std::move(all)}}));
+    };
+    for (const JsonValue& v : values) {
+      add_case(Obj({{"type", Str("object")}, {"required", Arr({Str(p)})}, {"properties", Obj({{p, Obj({{"const", v}})}})}}),
+               [&](const Cond& c) { return p_test(c, v); });
+    }
+    // P with a value no `if` lists: a listed-values test fails, others stay undecided.
+    add_case(Obj({{"type", Str("object")}, {"required", Arr({Str(p)})},
+                  {"properties", Obj({{p, Obj({{"not", Obj({{"enum", Arr(values)}})}})}})}}),
+             [&](const Cond& c) { return listed(test_of(*c.when, p)).empty() ? -1 : 0; });
+    // P absent: an `if` that requires it fails.
+    add_case(Obj({{"type", Str("object")}, {"properties", Obj({{p, BoolSchema(false)}})}}),
+             [&](const Cond& c) { return requires(*c.when, p) ? 0 : -1; });
+    // Not an object: `properties` and `required` hold vacuously; `type: object` fails.
+    add_case(Obj({{"type", Arr({Str("null"), Str("boolean"), Str("number"), Str("string"), Str("array")})}}),
+             [&](const Cond& c) {
+               const JsonValue* t = c.when->Find("type");
+               return t ? 0 : 1;
+             });
+    for (const Cond& c : conds) (*split)[c.item] = true;
+    return Keep(Obj({{"anyOf", std::move(cases)}}));
+  }
+
   // A schema that is only a `$ref` (and annotations): its target, else itself.
   const JsonValue* PureRefTarget(const JsonValue* s, const std::string& ptr, std::string* target_ptr) {
     for (int hops = 0; s->IsObject() && s->Find("$ref"); ++hops) {
@@ -306,7 +459,11 @@ class SchemaCompiler {
         parts.push_back({Resolve(v.text, ptr + "/$ref", &target), target});
       } else if (k == "allOf") {
         if (!v.IsArray() || v.items.empty()) Fail("allOf must be a non-empty array", ptr + "/allOf");
-        for (size_t i = 0; i < v.items.size(); ++i) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
+        std::vector<bool> split(v.items.size(), false);
+        if (const JsonValue* cases = SplitByDiscriminator(v.items, &split)) parts.push_back({cases, ptr + "/allOf"});
+        for (size_t i = 0; i < v.items.size(); ++i) {
+          if (!split[i]) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
+        }
       } else if (k == "if") {
         const JsonValue *then = s->Find("then"), *otherwise = s->Find("else");
         if (const JsonValue* c = Conditional(v, then, otherwise, ptr, depth)) parts.push_back({c, ptr + "/if"});
