@@ -287,7 +287,10 @@ class SchemaCompiler {
   // distributing them pair by pair multiplies their branches. Instead, one case per tested
   // value of P, plus P with another value, P absent and not an object (together every JSON
   // value); in each case each `if`'s test of P is decided, leaving its `then`, its `else`,
-  // or a conditional on the rest of the `if`. Marks the items it took in `split`;
+  // or a conditional on the rest of the `if`. The grammar's language is the same as
+  // without the split, strict mode and property order included (each `if`'s names stay
+  // declared, see IfDeclarations; tests/test_json_schema_case_split.py compares both).
+  // Marks the items it took in `split` (the conditionals and any items between them);
   // nullptr when the allOf does not have that shape.
   const JsonValue* SplitByDiscriminator(const std::vector<JsonValue>& items, std::vector<bool>* split) {
     constexpr size_t kMinConditionals = 3, kMaxValues = 64;
@@ -397,6 +400,8 @@ class SchemaCompiler {
       return rest;
     };
     auto outcome = [&](const Cond& c, int holds, JsonValue* all) {
+      // The `if`'s names stay declared whatever is decided (as in Conditional).
+      if (std::optional<JsonValue> declared = IfDeclarations(*c.when, "", 0)) all->items.push_back(std::move(*declared));
       const JsonValue& original = items[c.item];
       if (holds < 0) return all->items.push_back(original);
       if (!holds) return all->items.push_back(c.otherwise ? *c.otherwise : BoolSchema(true));
@@ -407,10 +412,23 @@ class SchemaCompiler {
       if (c.otherwise) cond.members.emplace_back("else", *c.otherwise);
       all->items.push_back(cond);
     };
+    // A case merges the items from the first conditional to the last in their order (the
+    // other items between them too), then its constraint: merging sets the order of the
+    // declared properties (the grammar's order), which must stay that of the allOf. P is
+    // declared where the first `if` that tests it declares it.
     JsonValue cases = Arr({});
     auto add_case = [&](JsonValue constraint, const std::function<int(const Cond&)>& holds) {
-      JsonValue all = Arr({std::move(constraint)});
-      for (const Cond& c : conds) outcome(c, holds(c), &all);
+      JsonValue all = Arr({});
+      size_t next = 0;
+      for (size_t i = conds.front().item; i <= conds.back().item; ++i) {
+        if (conds[next].item == i) {
+          outcome(conds[next], holds(conds[next]), &all);
+          ++next;
+        } else {
+          all.items.push_back(items[i]);
+        }
+      }
+      all.items.push_back(std::move(constraint));
       cases.items.push_back(Obj({{"allOf", std::move(all)}}));
     };
     for (const JsonValue& v : values) {
@@ -430,7 +448,7 @@ class SchemaCompiler {
                const JsonValue* t = c.when->Find("type");
                return t ? 0 : 1;
              });
-    for (const Cond& c : conds) (*split)[c.item] = true;
+    for (size_t i = conds.front().item; i <= conds.back().item; ++i) (*split)[i] = true;
     return Keep(Obj({{"anyOf", std::move(cases)}}));
   }
 
@@ -459,10 +477,12 @@ class SchemaCompiler {
         parts.push_back({Resolve(v.text, ptr + "/$ref", &target), target});
       } else if (k == "allOf") {
         if (!v.IsArray() || v.items.empty()) Fail("allOf must be a non-empty array", ptr + "/allOf");
+        // The case split, if it applies, takes the place of the items it covers.
         std::vector<bool> split(v.items.size(), false);
-        if (const JsonValue* cases = SplitByDiscriminator(v.items, &split)) parts.push_back({cases, ptr + "/allOf"});
+        const JsonValue* cases = SplitByDiscriminator(v.items, &split);
         for (size_t i = 0; i < v.items.size(); ++i) {
           if (!split[i]) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
+          else if (i == 0 || !split[i - 1]) parts.push_back({cases, ptr + "/allOf"});
         }
       } else if (k == "if") {
         const JsonValue *then = s->Find("then"), *otherwise = s->Find("else");
@@ -659,13 +679,33 @@ class SchemaCompiler {
       return nullptr;
     }
     // The branches of `not I` go to the top, so that merging conditionals can drop the
-    // pairs that contradict each other (see Merge).
-    JsonValue branches = Arr({AllOf(cond, yes)});
+    // pairs that contradict each other (see Merge). Every branch declares the names of I
+    // first (strict mode's rule, see IfDeclarations).
+    std::optional<JsonValue> declared = IfDeclarations(cond, ptr, depth);
+    auto branch = [&](const JsonValue& x, const JsonValue& y) {
+      return declared ? AllOf(*declared, AllOf(x, y)) : AllOf(x, y);
+    };
+    JsonValue branches = Arr({branch(cond, yes)});
     const JsonValue* alts = negated->IsObject() && negated->members.size() == 1 ? negated->Find("anyOf") : nullptr;
     for (const JsonValue& alt : alts ? alts->items : std::vector<JsonValue>{*negated}) {
-      branches.items.push_back(AllOf(alt, no));
+      branches.items.push_back(branch(alt, no));
     }
     return Keep(Obj({{"anyOf", branches}}));
+  }
+
+  // Strict mode generates only declared names, and an `if` applies to every object
+  // whether it holds or not: the names in its `properties` are declared in both branches
+  // (value `true`, a no-op for validation), in the `if`'s order, before those of `then` /
+  // `else`. Without this a branch where the `if` fails on one property would not declare
+  // its other ones, and the case split (SplitByDiscriminator), which decides `if`s, could
+  // not keep the same language. nullopt when the `if` declares nothing.
+  std::optional<JsonValue> IfDeclarations(const JsonValue& cond, const std::string& ptr, int depth) {
+    const JsonValue* flat = cond.IsObject() ? Flatten(&cond, ptr, depth + 1) : &cond;
+    const JsonValue* props = flat->IsObject() ? flat->Find("properties") : nullptr;
+    if (!props || !props->IsObject() || props->members.empty()) return std::nullopt;
+    JsonValue names = Obj({});
+    for (const auto& m : props->members) names.members.emplace_back(m.first, BoolSchema(true));
+    return Obj({{"properties", std::move(names)}});
   }
 
   // A schema for exactly the values `s` rejects, or nullopt when this front end cannot
