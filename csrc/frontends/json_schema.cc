@@ -950,7 +950,15 @@ class SchemaCompiler {
     }
     const JsonValue* en = s.Find("enum");
     const JsonValue* co = s.Find("const");
-    if (en || co) return Enumerated(s, co ? std::vector<JsonValue>{*co} : en->items, types, ptr, depth, co != nullptr);
+    if (en || co) {
+      std::vector<JsonValue> values = co ? std::vector<JsonValue>{*co} : en->items;
+      if (co && en) {  // both (written so, or merged from an allOf): the const only if the enum lists it
+        bool listed = false;
+        for (const JsonValue& x : en->items) listed = listed || JsonEqual(x, *co);
+        if (!listed) values.clear();
+      }
+      return Enumerated(s, values, types, ptr, depth, co != nullptr);
+    }
     return Typed(s, types, ptr, depth);
   }
 
