@@ -542,11 +542,34 @@ class SchemaCompiler {
         continue;
       }
       const JsonValue* mine = a.Find(k);
+      if (mine && JsonEqual(*mine, v)) continue;
+      if (k == "enum" || k == "const") {
+        // Values listed on both sides, as one enum (const and enum side by side would be
+        // read as the const alone).
+        const JsonValue *oc = out.Find("const"), *oe = out.Find("enum");
+        bool arrays = (!oe || oe->IsArray()) && (k != "enum" || v.IsArray());
+        if ((oc || oe) && arrays) {
+          auto listed_in = [](const std::vector<JsonValue>& xs, const std::vector<JsonValue>& ys) {
+            JsonValue both = Arr({});
+            for (const JsonValue& x : xs) {
+              for (const JsonValue& y : ys) {
+                if (JsonEqual(x, y)) both.items.push_back(x);
+              }
+            }
+            return both.items;
+          };
+          std::vector<JsonValue> xs = oc ? std::vector<JsonValue>{*oc} : oe->items;
+          if (oc && oe) xs = listed_in(xs, oe->items);  // written side by side
+          JsonValue both = Arr(listed_in(xs, k == "const" ? std::vector<JsonValue>{v} : v.items));
+          out = WithoutKey(WithoutKey(out, "const"), "enum");
+          set("enum", both);
+          continue;
+        }
+      }
       if (!mine) {
         set(k, v);
         continue;
       }
-      if (JsonEqual(*mine, v)) continue;
       if (k == "type") {
         std::set<std::string> x = TypesOf(a), y = TypesOf(b), both;
         for (const auto& t : x) {
@@ -1222,7 +1245,9 @@ class SchemaCompiler {
     if (en || co) {
       JsonValue kept = Arr({});
       for (const JsonValue& v : co ? std::vector<JsonValue>{*co} : en->items) {
-        if (!is_excluded(v)) kept.items.push_back(v);
+        bool listed = !(co && en);  // both: the const only if the enum lists it
+        for (const JsonValue& x : listed ? std::vector<JsonValue>{} : en->items) listed = listed || JsonEqual(x, v);
+        if (listed && !is_excluded(v)) kept.items.push_back(v);
       }
       JsonValue narrowed = WithoutKey(WithoutKey(s, "const"), "enum");
       narrowed.members.emplace_back("enum", kept);
