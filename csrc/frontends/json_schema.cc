@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <unordered_map>
+#include <utility>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -287,11 +288,12 @@ class SchemaCompiler {
   // distributing them pair by pair multiplies their branches. Instead, one case per tested
   // value of P, plus P with another value, P absent and not an object (together every JSON
   // value); in each case each `if`'s test of P is decided, leaving its `then`, its `else`,
-  // or a conditional on the rest of the `if`. The grammar's language is the same as
-  // without the split, strict mode and property order included (each `if`'s names stay
-  // declared, see IfDeclarations; tests/test_json_schema_case_split.py compares both).
-  // Marks the items it took in `split` (the conditionals and any items between them);
-  // nullptr when the allOf does not have that shape.
+  // or a conditional on the rest of the `if`. The grammar accepts the same JSON values as
+  // without the split, under strict too (each `if`'s names stay declared, see
+  // IfDeclarations), in the same property order unless the allOf has other items after
+  // its first conditional (pair-by-pair merging moves those names first or last
+  // depending on where they stand); tests/test_json_schema_case_split.py compares both.
+  // Marks the items it took in `split`; nullptr when the allOf does not have that shape.
   const JsonValue* SplitByDiscriminator(const std::vector<JsonValue>& items, std::vector<bool>* split) {
     constexpr size_t kMinConditionals = 3, kMaxValues = 64;
     struct Cond {
@@ -311,7 +313,9 @@ class SchemaCompiler {
       }
       const JsonValue *props = when->Find("properties"), *req = when->Find("required");
       plain = plain && (!props || props->IsObject()) && (!req || req->IsArray());
-      if (plain) conds.push_back({i, when, c.Find("then"), c.Find("else")});
+      // Without then and else a conditional adds nothing (Conditional): left out.
+      const JsonValue *then = c.Find("then"), *otherwise = c.Find("else");
+      if (plain && (then || otherwise)) conds.push_back({i, when, then, otherwise});
     }
     if (conds.size() < kMinConditionals) return nullptr;
     // P: the property that most `if`s require and test by const / enum.
@@ -412,24 +416,15 @@ class SchemaCompiler {
       if (c.otherwise) cond.members.emplace_back("else", *c.otherwise);
       all->items.push_back(cond);
     };
-    // A case merges the items from the first conditional to the last in their order (the
-    // other items between them too): merging sets the order of the declared properties
-    // (the grammar's order), which must stay that of the allOf. So the case's constraint
-    // on P's value merges last (P is declared where the first `if` that tests it declares
-    // it); its type and required go first, which lets merging drop contradicting
-    // branches early (10x faster on cfn-lint's RDS table than merging them last).
+    // A case merges the conditionals in their order: merging sets the order of the
+    // declared properties (the grammar's order), which must stay that of the allOf. So the
+    // case's constraint on P's value merges last (P is declared where the first `if` that
+    // tests it declares it); its type and required go first, which lets merging drop
+    // contradicting branches early (10x faster on cfn-lint's RDS table than last).
     JsonValue cases = Arr({});
     auto add_case = [&](JsonValue constraint, const std::function<int(const Cond&)>& holds) {
       JsonValue all = Arr({WithoutKey(constraint, "properties")});
-      size_t next = 0;
-      for (size_t i = conds.front().item; i <= conds.back().item; ++i) {
-        if (conds[next].item == i) {
-          outcome(conds[next], holds(conds[next]), &all);
-          ++next;
-        } else {
-          all.items.push_back(items[i]);
-        }
-      }
+      for (const Cond& c : conds) outcome(c, holds(c), &all);
       if (const JsonValue* props = constraint.Find("properties")) all.items.push_back(Obj({{"properties", *props}}));
       cases.items.push_back(Obj({{"allOf", std::move(all)}}));
     };
@@ -450,7 +445,7 @@ class SchemaCompiler {
                const JsonValue* t = c.when->Find("type");
                return t ? 0 : 1;
              });
-    for (size_t i = conds.front().item; i <= conds.back().item; ++i) (*split)[i] = true;
+    for (const Cond& c : conds) (*split)[c.item] = true;
     return Keep(Obj({{"anyOf", std::move(cases)}}));
   }
 
@@ -479,12 +474,12 @@ class SchemaCompiler {
         parts.push_back({Resolve(v.text, ptr + "/$ref", &target), target});
       } else if (k == "allOf") {
         if (!v.IsArray() || v.items.empty()) Fail("allOf must be a non-empty array", ptr + "/allOf");
-        // The case split, if it applies, takes the place of the items it covers.
+        // The case split, if it applies, takes the place of the first conditional it covers.
         std::vector<bool> split(v.items.size(), false);
         const JsonValue* cases = SplitByDiscriminator(v.items, &split);
         for (size_t i = 0; i < v.items.size(); ++i) {
           if (!split[i]) parts.push_back({&v.items[i], ptr + "/allOf/" + std::to_string(i)});
-          else if (i == 0 || !split[i - 1]) parts.push_back({cases, ptr + "/allOf"});
+          else if (cases) parts.push_back({std::exchange(cases, nullptr), ptr + "/allOf"});
         }
       } else if (k == "if") {
         const JsonValue *then = s->Find("then"), *otherwise = s->Find("else");
