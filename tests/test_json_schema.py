@@ -423,6 +423,21 @@ def test_strict_only_generates_declared_properties():
     assert not accepts(loose, '{"b": 2, "a": "x"}') and not accepts(loose, '{"a": 1, "a": "x"}')
 
 
+def test_const_beside_enum_is_the_const_only_if_listed():
+    # Found by the case-split oracle: a const merged beside an enum took the const alone.
+    for schema, ok in [({"enum": [1, 2], "const": 2}, ["2"]), ({"allOf": [{"const": 2}, {"enum": [1, 2]}]}, ["2"]),
+                       ({"anyOf": [{"type": "string"}, {"allOf": [{"enum": [1]}, {"const": 2}]}]}, ['"a"']),
+                       ({"anyOf": [{"type": "string"}, {"allOf": [{"enum": [1]}, {"const": 2, "not": {"const": 3}}]}]},
+                        ['"a"']),
+                       ({"anyOf": [{"type": "string"}, {"enum": [1], "const": 2, "not": {"const": 3}}]}, ['"a"']),
+                       ({"allOf": [{"enum": [1, 2]}, {"allOf": [{"const": 2}, {"not": {"const": 1}}]}]}, ["2"])]:
+        start = xgr2.compile(xgr2.Grammar.from_json_schema(schema), BYTES).initial_state()
+        for text in ["1", "2", '"a"']:
+            assert accepts(start, text) == (text in ok) == is_valid(schema, json.loads(text)), (schema, text)
+    with pytest.raises(xgr2.SchemaError, match="no JSON value"):
+        xgr2.Grammar.from_json_schema({"enum": [1], "const": 2})
+
+
 @pytest.mark.parametrize("schema,pointer,words", [
     ({"type": "strin"}, "/type", "unknown type"),
     ({"properties": {"a": {"type": 5}}}, "/properties/a/type", "type"),

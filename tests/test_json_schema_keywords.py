@@ -81,7 +81,8 @@ KEYWORDS = [
     ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
     ("if", "exact", {"if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["n"]}, "else": {"maxProperties": 1}},
      "with then / else, as anyOf [if and then, (not if) and else]; `not if` as for `not`, refused where it cannot be written; "
-     "an allOf of conditionals keeps at most 256 branches after dropping contradictory ones"),
+     "an allOf of conditionals keeps at most 256 branches after dropping contradictory ones; an allOf of 3 or more "
+     "whose ifs test one property by const / enum is compiled as one case per tested value instead (the same language)"),
     ("dependentSchemas", "exact", {"dependentSchemas": {"a": {"required": ["b"]}}}, "as if {required: [name]} then the schema"),
     ("dependencies", "exact", {"dependencies": {"a": ["b"]}}, "Draft 4-7: arrays as dependentRequired, schemas as dependentSchemas"),
     ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict when properties are declared and nothing else is allowed"),
@@ -143,7 +144,9 @@ def render() -> str:
         "  levels is not generated).",
         "- `strict=True`: a schema that declares `properties` gets no other property unless",
         "  `additionalProperties` or `patternProperties` allows it; `strict=False` is JSON Schema's",
-        "  default. A schema without `properties` (`{\"type\": \"object\"}`) allows any property.",
+        "  default. A schema without `properties` (`{\"type\": \"object\"}`) allows any property. The",
+        "  properties an `if` declares count as declared whether it holds or not (with those of the",
+        "  `then` or `else` taken).",
         "- An object's properties come in declared order (required and optional), then the others.",
         "- A schema that no value satisfies raises `SchemaError`.",
         "- Declared property names are written at most once; names taken under `additionalProperties`",
