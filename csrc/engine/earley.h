@@ -70,6 +70,8 @@ class EarleyParser {
  public:
   EarleyParser(const GrammarFsm& fsm, EarleyScratch& scratch) : fsm_(fsm), s_(scratch) {}
 
+  const GrammarFsm& fsm() const { return fsm_; }
+
   // The set before any byte: the root rule predicted.
   void Initial(EarleySet* out);
   // The set holding one item (node, origin) and its closure.

@@ -1,6 +1,7 @@
 #include "engine/looping_slice.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,20 @@ constexpr int kMinSliceAscii = 32;
 // of this many items (their signatures would cost more than the walk saves).
 constexpr size_t kMaxPairs = 48;
 constexpr size_t kMaxItems = 64;
+
+// Where runs of bytes that step `set` alike begin: no item's node has a byte edge
+// starting or ending inside a run, so every byte of it reaches the same items.
+std::array<bool, 257> ByteCuts(const GrammarFsm& fsm, const EarleySet& set) {
+  std::array<bool, 257> cut{};
+  cut[0] = cut[256] = true;
+  for (const EarleyItem& it : set.items) {
+    for (int32_t e = fsm.edge_begin[it.node]; e < fsm.rule_edge_begin[it.node]; ++e) {
+      cut[fsm.edges[e].lo] = true;
+      cut[fsm.edges[e].hi + 1] = true;
+    }
+  }
+  return cut;
+}
 
 // Whether every string of the slice's language parses from `start` (signature
 // `start_sig`), where the first character, when ASCII, must also be in `first`.
@@ -29,11 +44,16 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
   std::vector<Pair> pairs{{0, false, &start, start_sig}};
   std::string sig;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    for (int b = 0; b < 256; ++b) {
-      const Pair& from = pairs[i];
+    const Pair from = pairs[i];
+    auto slice_step = [&](int b) {
       bool first_ascii = !from.began && from.state == 0 && b < 0x80;
-      int next = first_ascii ? (first.HasAscii(static_cast<uint8_t>(b)) ? 0 : -1)
-                             : SliceStep(loop, from.state, static_cast<uint8_t>(b));
+      return first_ascii ? (first.HasAscii(static_cast<uint8_t>(b)) ? 0 : -1)
+                         : SliceStep(loop, from.state, static_cast<uint8_t>(b));
+    };
+    std::array<bool, 257> cut = ByteCuts(parser.fsm(), *from.set);
+    for (int b = 0, end; b < 256; b = end) {  // one step per run of bytes that behave alike
+      int next = slice_step(b);
+      for (end = b + 1; end < 256 && !cut[end] && slice_step(end) == next;) ++end;
       if (next < 0) continue;
       bool began = from.began || next == 0;
       auto out = std::make_unique<EarleySet>();
@@ -54,12 +74,14 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
 // ("" for a state too large to sign).
 std::vector<std::pair<uint8_t, std::string>> AsciiSteps(EarleyParser& parser, const EarleySet& set) {
   std::vector<std::pair<uint8_t, std::string>> steps;
+  std::array<bool, 257> cut = ByteCuts(parser.fsm(), set);
   EarleySet out;
   std::string sig;
-  for (int b = 0; b < 0x80; ++b) {
+  for (int b = 0, end; b < 0x80; b = end) {  // one step per run of bytes that behave alike
+    for (end = b + 1; end < 0x80 && !cut[end];) ++end;
     if (!parser.Advance(set, static_cast<uint8_t>(b), &out)) continue;
     if (!ParseSignature(out, kMaxItems, &sig)) sig.clear();
-    steps.emplace_back(static_cast<uint8_t>(b), sig);
+    for (int c = b; c < end; ++c) steps.emplace_back(static_cast<uint8_t>(c), sig);
   }
   return steps;
 }
