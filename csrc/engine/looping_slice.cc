@@ -148,12 +148,15 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
 }
 
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool) {
-  SliceClass json_string;
-  json_string.utf8 = true;
-  for (int b = 0x20; b < 0x80; ++b) {
-    if (b != '"' && b != '\\') json_string.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+  SliceClass json_string, free_text;
+  json_string.utf8 = free_text.utf8 = true;
+  for (int b = 0; b < 0x80; ++b) {
+    uint64_t bit = uint64_t{1} << (b & 63);
+    if (b >= 0x20 && b != '"' && b != '\\') json_string.ascii[b >> 6] |= bit;
+    if (b != '<') free_text.ascii[b >> 6] |= bit;
   }
   SliceFor(tok, json_string, pool);
+  SliceFor(tok, free_text, pool);
 }
 
 }  // namespace xgr2

@@ -30,9 +30,10 @@ struct SliceUse {
 // made `start`; its distance tracking (if any) sees every state the check visits.
 SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const EarleySet& start, NodeMaskPool& pool);
 
-// Builds, into a new vocabulary's pool, the slice of JSON string content (every
-// character but '"', '\\' and controls), which the builtin JSON grammar and every JSON
-// Schema string loop on: at tokenizer load, not in the middle of a generation.
+// Builds, into a new vocabulary's pool, the slices most grammars loop on, at tokenizer
+// load rather than in the middle of a generation: JSON string content (every character
+// but '"', '\\' and controls: the builtin JSON grammar and every JSON Schema string) and
+// free text up to a tag (every character but '<', where tool-call tags start).
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool);
 
 }  // namespace xgr2
