@@ -1,20 +1,41 @@
 #include "engine/state_memo.h"
 
+#include <cstring>
+
 namespace xgr2 {
 
 int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
-  if (states_.size() >= max_states_ || !ParseSignature(set, max_items_, &signature_)) return -1;
-  auto [it, fresh] = by_signature_.emplace(signature_, static_cast<int32_t>(states_.size()));
+  if (states_.size() >= max_states_ || set.items.size() > max_items_) return -1;
+  // The key: the items with their origins as the interned sets they are (or stand for),
+  // 0 for `set` itself. Origins are canonical (interned, or outside the walk), so equal
+  // keys mean equal parses without looking further (ParseSignature would, at a cost
+  // that grows with the nesting).
+  auto origin_of = [&](const EarleySet* o) -> const EarleySet* {
+    if (o == &set) return nullptr;
+    for (const auto& [scratch, interned] : aliases) {
+      if (o == scratch) return interned;
+    }
+    return o;
+  };
+  constexpr size_t kItemBytes = sizeof(int32_t) + sizeof(const EarleySet*);
+  key_.resize(1 + kItemBytes * set.items.size());
+  key_[0] = set.initial ? 'i' : 'n';
+  char* out = key_.data() + 1;
+  for (const EarleyItem& item : set.items) {
+    const EarleySet* origin = origin_of(item.origin);
+    std::memcpy(out, &item.node, sizeof(int32_t));
+    std::memcpy(out + sizeof(int32_t), &origin, sizeof(origin));
+    out += kItemBytes;
+  }
+  auto [it, fresh] = by_key_.emplace(key_, static_cast<int32_t>(states_.size()));
   if (!fresh) return it->second;
   auto state = std::make_unique<State>();
   state->next.fill(kUnknown);
   EarleySet& copy = state->set;
   copy.items = set.items;
   for (EarleyItem& item : copy.items) {
-    if (item.origin == &set) item.origin = &copy;
-    for (const auto& [scratch, interned] : aliases) {
-      if (item.origin == scratch) item.origin = interned;
-    }
+    const EarleySet* origin = origin_of(item.origin);
+    item.origin = origin ? origin : &copy;
   }
   copy.next_bytes = set.next_bytes;
   copy.accepting = set.accepting;

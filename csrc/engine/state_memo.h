@@ -1,5 +1,5 @@
-// Earley states of one walk, interned by ParseSignature, with the transitions met so
-// far. A trie walk comes back to equal states over and over (inside an identifier or a
+// Earley states of one walk, interned (equal items with equal origins are one state),
+// with the transitions met so far. A trie walk comes back to equal states over and over (inside an identifier or a
 // string, after each element of a list, whatever the characters), so once a state's
 // step on a byte is known, it costs a table lookup instead of an Earley step over the
 // state's items: on a C grammar, whose states carry the whole expression chain, that is
@@ -58,8 +58,8 @@ class StateMemo {
   };
   size_t max_states_, max_items_;
   std::vector<std::unique_ptr<State>> states_;
-  std::unordered_map<std::string, int32_t> by_signature_;
-  std::string signature_;  // scratch
+  std::unordered_map<std::string, int32_t> by_key_;
+  std::string key_;  // scratch
 };
 
 // One parse along a trie path, a state per depth, stepping by a StateMemo where the
