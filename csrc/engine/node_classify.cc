@@ -191,17 +191,22 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
         walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.next[i]);
       }
     }
+    int64_t count = slice.count;
     for (int32_t i = 0; i < full.size(); i = full.next[i]) {
       if (!use.Excludes(full.byte[i])) continue;
       for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
-        words[sorted[p] >> 5] &= ~(uint32_t{1} << (sorted[p] & 31));
+        uint32_t bit = uint32_t{1} << (sorted[p] & 31);
+        uint32_t& word = words[sorted[p] >> 5];
+        count -= (word & bit) != 0;
+        word &= ~bit;
       }
       walk(full, sorted, nullptr, i, full.next[i]);
     }
     std::sort(mask->crossing.begin(), mask->crossing.end());
+    // The walks' tokens are outside what is left of the slice: the rest trie holds no
+    // slice token, and the excluded subtrees were cleared.
     for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
-    mask->accepted.count = 0;
-    for (uint32_t w : words) mask->accepted.count += __builtin_popcount(w);
+    mask->accepted.count = count + static_cast<int64_t>(accepted.size());
     mask->accepted.words = std::move(words);
   }
   mask->crossing.shrink_to_fit();
