@@ -1,6 +1,7 @@
 #include "grammar/fsm_key.h"
 
 #include <climits>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -165,21 +166,32 @@ std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
 }
 
 std::string Fingerprint(const GrammarFsm& fsm) {
-  std::vector<int32_t> words = {fsm.root, static_cast<int32_t>(fsm.rule_start.size()), fsm.NumNodes()};
-  for (size_t r = 0; r < fsm.rule_start.size(); ++r) {
-    words.push_back(fsm.rule_start[r]);
-    words.push_back(fsm.rule_nullable[r]);
+  // Written in place (it is made for every grammar's first mask, and large grammars,
+  // such as a tool set's, have large automata).
+  size_t rules = fsm.rule_start.size(), nodes = static_cast<size_t>(fsm.NumNodes());
+  std::string out((3 + 2 * rules + 2 * nodes + 2 * fsm.edges.size()) * sizeof(int32_t), '\0');
+  char* p = out.data();
+  auto put = [&p](int32_t w) {
+    std::memcpy(p, &w, sizeof(w));
+    p += sizeof(w);
+  };
+  put(fsm.root);
+  put(static_cast<int32_t>(rules));
+  put(fsm.NumNodes());
+  for (size_t r = 0; r < rules; ++r) {
+    put(fsm.rule_start[r]);
+    put(fsm.rule_nullable[r]);
   }
   for (int32_t n = 0; n < fsm.NumNodes(); ++n) {
-    words.push_back(fsm.node_rule[n] << 1 | fsm.node_final[n]);
-    words.push_back(fsm.edge_begin[n + 1] - fsm.edge_begin[n]);
+    put(fsm.node_rule[n] << 1 | fsm.node_final[n]);
+    put(fsm.edge_begin[n + 1] - fsm.edge_begin[n]);
     for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
       const FsmEdge& edge = fsm.edges[e];
-      words.push_back(edge.rule >= 0 ? -1 - edge.rule : (edge.lo << 8 | edge.hi));
-      words.push_back(edge.target);
+      put(edge.rule >= 0 ? -1 - edge.rule : (edge.lo << 8 | edge.hi));
+      put(edge.target);
     }
   }
-  return std::string(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
+  return out;
 }
 
 }  // namespace xgr2
