@@ -583,10 +583,10 @@ def deepseek_v32(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "
     Conventions of DeepSeek's reference encoder (``encoding/encoding_dsv32.py`` in the
     DeepSeek-V3.2 model repository, adapted in SGLang as ``encoding_dsv32.py``; llama.cpp's
     ``DeepSeek-V3.2.jinja`` writes the same): the block starts with a blank line
-    (``"\n\n<｜DSML｜function_calls>"``, also when there is no text before it; the
+    (``"\\n\\n<｜DSML｜function_calls>"``, also when there is no text before it; the
     encoder's parser requires it, so the marker without it is refused in free text),
     invokes and parameters one per line, a call without parameters is
-    ``<｜DSML｜invoke name="NAME">\n\n</｜DSML｜invoke>`` (``>\n</...`` is accepted too).
+    ``<｜DSML｜invoke name="NAME">\\n\\n</｜DSML｜invoke>`` (``>\\n</...`` is accepted too).
     ``string="true"`` with the raw text for a ``string``-typed parameter, ``string="false"``
     with JSON for every other one (the encoder writes any ``str`` value raw; the decoder
     reads both forms back to the same value). Parameters, their order and VALUE as in
@@ -633,10 +633,11 @@ def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "au
         </invoke>
         </minimax:tool_call>
 
-    Conventions of the model's chat template (``chat_template.jinja`` of MiniMax-M2;
-    MiniMax's ``docs/tool_calling_guide.md`` shows the same output and reads a value by
-    the parameter's declared type; vLLM's and SGLang's ``minimax_m2`` parsers): the block
-    starts on a new line (``"\n<minimax:tool_call>\n"``, also with no text before it;
+    Conventions of the model's chat template (MiniMax-M2's ``chat_template.jinja``, as
+    in llama.cpp's ``models/templates/unsloth-MiniMax-M2.jinja``; MiniMax's
+    ``docs/tool_calling_guide.md`` shows the same output and reads a value by the
+    parameter's declared type, as vLLM's ``minimax_m2`` parser does): the block
+    starts on a new line (``"\\n<minimax:tool_call>\\n"``, also with no text before it;
     the marker without that newline is refused in free text), one ``<invoke>`` per call,
     one ``<parameter>`` per line, no separator between invokes. Parameters, their order
     and VALUE as in :func:`qwen3_coder` (a raw string may not contain ``</parameter>``,
