@@ -76,10 +76,26 @@ def test_xml_values_follow_the_declared_types():
             "<parameter=e>\n2\n</parameter>\n</function>\n</tool_call>")
     glm = ("<tool_call>f\n<arg_key>s</arg_key>\n<arg_value>12</arg_value>\n<arg_key>n</arg_key>\n"
            "<arg_value>12</arg_value>\n<arg_key>e</arg_key>\n<arg_value>2</arg_value>\n</tool_call>")
-    for family, text in (("qwen3_coder", qwen), ("glm45", glm)):
+    minimax = ('\n<minimax:tool_call>\n<invoke name="f">\n<parameter name="s">12</parameter>\n'
+               '<parameter name="n">12</parameter>\n<parameter name="e">2</parameter>\n</invoke>\n</minimax:tool_call>')
+    for family, text in (("qwen3_coder", qwen), ("glm45", glm), ("minimax_m2", minimax)):
         assert grammar_accepts(family, tools, text)
         assert read(family, text, tools) == [("f", {"s": "12", "n": 12, "e": "2"})]
         assert read(family, text) == [("f", {"s": 12, "n": 12, "e": 2})]  # no tools: JSON where it parses
+    # DeepSeek V3.2 marks raw text itself (string="true"), with or without tools.
+    dsml = ('\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n'
+            '<｜DSML｜parameter name="s" string="true">12</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="n" string="false">12</｜DSML｜parameter>\n'
+            '<｜DSML｜parameter name="e" string="true">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>')
+    assert grammar_accepts("deepseek_v32", tools, dsml)
+    assert read("deepseek_v32", dsml, tools) == read("deepseek_v32", dsml) == [("f", {"s": "12", "n": 12, "e": "2"})]
+
+
+def test_call_delimiters_in_free_text_before_the_block_are_text():
+    text = ('Write <invoke name="f">\n</invoke>\n like this.\n<minimax:tool_call>\n<invoke name="get_time">\n'
+            '<parameter name="tz">UTC</parameter>\n</invoke>\n</minimax:tool_call>')
+    assert grammar_accepts("minimax_m2", [TIME], text)
+    assert read("minimax_m2", text, [TIME]) == [("get_time", {"tz": "UTC"})]
 
 
 def test_reasoning_text_is_not_read_as_calls():
@@ -104,6 +120,10 @@ def test_reasoning_text_is_not_read_as_calls():
     ("kimi_k2", "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{x}",
      "not JSON"),
     ("glm45", "<tool_call>f\n<arg_key>a</arg_key>\n<arg_value>1</arg_value>\n", "cut off"),
+    ("minimax_m2", '\n<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</invoke>', "cut off"),
+    ("minimax_m2", '\n<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1\n</invoke>', "unexpected text"),
+    ("deepseek_v32", '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="f">\n'
+     '<｜DSML｜parameter name="a" string="false">1</｜DSML｜parameter>\n</｜DSML｜inv', "cut off"),
 ])
 def test_malformed_calls_are_returned_with_an_error(family, text, error):
     call = parse_calls(family, text)[-1]

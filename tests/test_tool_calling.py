@@ -25,8 +25,8 @@ from test_json_schema import bfcl_to_standard, dump, hypothesis_jsonschema, is_v
 from xgr2 import tool_calling
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
-XML = {"qwen3_coder", "glm45"}  # string parameters as raw text
-SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "kimi_k2"}  # calls in one section that ends the output
+XML = {"qwen3_coder", "glm45", "minimax_m2", "deepseek_v32"}  # string parameters as raw text
+SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "deepseek_v32", "kimi_k2", "minimax_m2"}  # one block ends the output
 
 
 @functools.lru_cache(maxsize=1)
@@ -86,6 +86,14 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         ps = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{xml_value(v, props.get(k))}</arg_value>\n"
                      for k, v in declared_first(args, props))
         return f"<tool_call>{name}\n{ps}</tool_call>"
+    if family == "minimax_m2":  # MiniMax-M2's chat_template.jinja: one parameter per line
+        ps = "".join(f'<parameter name="{k}">{xml_value(v, props.get(k))}</parameter>\n'
+                     for k, v in declared_first(args, props))
+        return f'<invoke name="{name}">\n{ps}</invoke>\n'
+    if family == "deepseek_v32":  # encoding_dsv32.py: parameters joined by "\n" inside the invoke's "\n"s
+        ps = "\n".join(f'<｜DSML｜parameter name="{k}" string="{str(is_text_param(props.get(k))).lower()}">'
+                       f"{xml_value(v, props.get(k))}</｜DSML｜parameter>" for k, v in declared_first(args, props))
+        return f'<｜DSML｜invoke name="{name}">\n{ps}\n</｜DSML｜invoke>'
     if family == "mistral":
         return f'{{"name": {json.dumps(name)}, "arguments": {a}}}'
     if family == "deepseek_v3":
@@ -116,6 +124,10 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
         body = "<｜tool▁calls▁begin｜>" + "".join(rendered) + "<｜tool▁calls▁end｜>" if calls else ""
     elif family == "kimi_k2":
         body = "<|tool_calls_section_begin|>" + "".join(rendered) + "<|tool_calls_section_end|>" if calls else ""
+    elif family == "minimax_m2":
+        body = "\n<minimax:tool_call>\n" + "".join(rendered) + "</minimax:tool_call>" if calls else ""
+    elif family == "deepseek_v32":
+        body = ("\n\n<｜DSML｜function_calls>\n" + "\n".join(rendered) + "\n</｜DSML｜function_calls>") if calls else ""
     else:
         body = "\n".join(rendered)
     return head + text + body
@@ -268,6 +280,24 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
      "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"),
     ("glm45", "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>",
      "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>PST</arg_value>\n</tool_call>"),
+    ("minimax_m2", '\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New York</parameter>\n'
+     '<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
+     '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New York</parameter>\n'
+     '</invoke>\n</minimax:tool_call>'),  # the block starts on a new line
+    ("minimax_m2", 'Ok.\n<minimax:tool_call>\n<invoke name="get_time">\n<parameter name="tz">UTC</parameter>\n'
+     '</invoke>\n</minimax:tool_call>',
+     'Ok.\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">a</parameter>b</parameter>\n'
+     '</invoke>\n</minimax:tool_call>'),  # a raw value ends at the first </parameter>
+    ("deepseek_v32", '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+     '<｜DSML｜parameter name="city" string="true">New York</｜DSML｜parameter>\n'
+     '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+     '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+     '<｜DSML｜parameter name="city" string="false">"New York"</｜DSML｜parameter>\n'
+     '</｜DSML｜invoke>\n</｜DSML｜function_calls>'),  # a string parameter is raw text, string="true"
+    ("deepseek_v32", 'Ok.\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_time">\n'
+     '<｜DSML｜parameter name="tz" string="true">CET</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+     'Ok.<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_time">\n'
+     '<｜DSML｜parameter name="tz" string="true">CET</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'),
     ("harmony", '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>',
      '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>'
      "<|start|>assistant<|channel|>final<|message|>x<|return|>"),
@@ -275,6 +305,25 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
 def test_exact_layouts(family, good, bad):
     assert grammar_accepts(family, [WEATHER, TIME], good)
     assert not grammar_accepts(family, [WEATHER, TIME], bad)
+
+
+def test_deepseek_v32_call_without_parameters():
+    """The encoder joins no parameters to "" between the invoke's two newlines."""
+    none = {"type": "function", "function": {"name": "now"}}
+    for sep in ("\n\n", "\n"):
+        text = f'\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="now">{sep}</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+        assert grammar_accepts("deepseek_v32", [none, WEATHER], text)
+    # A tool with a required parameter has no empty form.
+    text = '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+    assert not grammar_accepts("deepseek_v32", [none, WEATHER], text)
+
+
+@pytest.mark.parametrize("family, marker", [("minimax_m2", "<minimax:tool_call>"),
+                                            ("deepseek_v32", "<｜DSML｜function_calls>")])
+def test_a_block_marker_is_never_free_text(family, marker):
+    for choice in ("auto", "none"):
+        assert not grammar_accepts(family, [TIME], f"See {marker} here", tool_choice=choice)
+        assert grammar_accepts(family, [TIME], f"See {marker[:-1]} here", tool_choice=choice)
 
 
 def test_partial_trigger_in_free_text_is_text():
@@ -323,7 +372,7 @@ def test_no_tools_with_auto_is_free_text_and_specs_are_json():
         assert json.loads(json.dumps(spec)) == spec
 
 
-@pytest.mark.parametrize("family", ["hermes", "kimi_k2", "qwen3_coder"])
+@pytest.mark.parametrize("family", ["hermes", "kimi_k2", "qwen3_coder", "minimax_m2", "deepseek_v32"])
 def test_token_masks_along_an_output_match_brute_force(family, llama3_tokenizer_info, llama3_hf_tokenizer):
     from test_mask_oracle import check_along
 

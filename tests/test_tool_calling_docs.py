@@ -26,7 +26,9 @@ ARGS = {"city": "Paris", "unit": "C"}
 
 def example(family: str, name: str = "get_weather") -> str:
     """A short answer with one call, as the model family writes it."""
-    text = "" if family in ("llama3_json", "harmony") else "Checking the weather.\n"
+    text = "" if family in ("llama3_json", "harmony") else "Checking the weather."
+    if family not in ("llama3_json", "harmony", "minimax_m2", "deepseek_v32"):  # these write their own newlines
+        text += "\n"
     return render(family, text, [(name, ARGS, TOOL["function"]["parameters"])], None)
 
 

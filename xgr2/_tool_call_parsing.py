@@ -182,10 +182,12 @@ def _harmony(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
 # XML-parameter families: a string parameter's value is its raw text
 
 
-def _xml_value(raw: str, schema: Any) -> Any:
-    from .tool_calling import _is_string  # the presets' own rule for raw-text parameters
+def _xml_value(raw: str, schema: Any, string: str | None = None) -> Any:
+    """A parameter's value: raw text when the format marks it so (DeepSeek V3.2's
+    ``string="true"``) or, unmarked, when the schema declares a string; else JSON."""
+    from .tool_calling import _is_raw  # the presets' own rule for raw-text parameters
 
-    if isinstance(schema, Mapping) and _is_string(schema):
+    if string == "true" or (string is None and _is_raw(schema)):
         return raw
     try:
         return json.loads(raw)
@@ -193,19 +195,26 @@ def _xml_value(raw: str, schema: Any) -> Any:
         return raw  # unknown parameter or an invalid value: keep the text for validation to judge
 
 
-def _xml(begin: re.Pattern[str], param: re.Pattern[str], end: str) -> _Reader:
-    """Calls ``begin`` (name as group 1), then parameters ``param`` (key and raw value as
-    groups 1 and 2), then ``end``. A value's delimiter cannot occur inside it: raw strings
+def _xml(begin: re.Pattern[str], param: re.Pattern[str], end: str, section: str | None = None) -> _Reader:
+    """Calls ``begin`` (name as group 1), then parameters ``param`` (groups ``key`` and
+    ``value``, the raw text, and optionally ``string``, ``"true"`` for raw text), then
+    ``end``; with ``section``, only after its first occurrence (free text before it may
+    hold call delimiters as text). A value's delimiter cannot occur inside it: raw strings
     may not hold it (the presets refuse that) and JSON values hold no raw newline."""
 
     def reader(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
         out, pos = [], 0
+        if section is not None:
+            start = text.find(section)
+            if start < 0:
+                return []
+            pos = start + len(section)
         while (m := begin.search(text, pos)) is not None:
             schema = params.get(m[1])
             props = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
             args, pos = {}, m.end()
             while (p := param.match(text, pos)) is not None:
-                args[p[1]] = _xml_value(p[2], props.get(p[1]))
+                args[p["key"]] = _xml_value(p["value"], props.get(p["key"]), p.groupdict().get("string"))
                 pos = p.end()
             pos, error = _close(text, pos, end, False)
             out.append(ToolCall(m[1], args, error))
@@ -219,18 +228,27 @@ _READERS: dict[str, _Reader] = {
     "llama3_function_tag": _llama3_function_tag,
     "hermes": _hermes,
     "qwen3_coder": _xml(_rx(r"<tool_call>\n<function=([^>\n]*)>\n"),
-                        _rx(r"<parameter=([^>\n]*)>\n(.*?)\n</parameter>\n"), "</function>\n</tool_call>"),
+                        _rx(r"<parameter=(?P<key>[^>\n]*)>\n(?P<value>.*?)\n</parameter>\n"),
+                        "</function>\n</tool_call>"),
     "mistral": _mistral,
     "deepseek_v3": _section("<｜tool▁calls▁begin｜>",
                             r"<｜tool▁call▁begin｜>function<｜tool▁sep｜>([^\n]*)\n```json\n",
                             "```<｜tool▁call▁end｜>", space=True),
     "deepseek_v31": _section("<｜tool▁calls▁begin｜>", r"<｜tool▁call▁begin｜>(.*?)<｜tool▁sep｜>",
                              "<｜tool▁call▁end｜>"),
+    # A call without parameters is ">\n\n</｜DSML｜invoke>" (the encoder's empty join).
+    "deepseek_v32": _xml(_rx(r'<｜DSML｜invoke name="([^"\n]*)">\n\n?'),
+                         _rx(r'<｜DSML｜parameter name="(?P<key>[^"\n]*)" string="(?P<string>true|false)">'
+                             r"(?P<value>.*?)</｜DSML｜parameter>\n"),
+                         "</｜DSML｜invoke>", section="<｜DSML｜function_calls>"),
     "kimi_k2": _section("<|tool_calls_section_begin|>",
                         r"<\|tool_call_begin\|>functions\.(.*?):[0-9]+<\|tool_call_argument_begin\|>",
                         "<|tool_call_end|>"),
     "glm45": _xml(_rx(r"<tool_call>([^\n]*)\n"),
-                  _rx(r"<arg_key>(.*?)</arg_key>\n<arg_value>(.*?)</arg_value>\n"), "</tool_call>"),
+                  _rx(r"<arg_key>(?P<key>.*?)</arg_key>\n<arg_value>(?P<value>.*?)</arg_value>\n"), "</tool_call>"),
+    "minimax_m2": _xml(_rx(r'<invoke name="([^"\n]*)">\n'),
+                       _rx(r'<parameter name="(?P<key>[^"\n]*)">(?P<value>.*?)</parameter>\n'), "</invoke>\n",
+                       section="<minimax:tool_call>"),
     "harmony": _harmony,
 }
 
@@ -262,9 +280,10 @@ def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (),
     Args:
         family: one of :data:`xgr2.tool_calling.FAMILIES`.
         text: the generated text (stop token excluded).
-        tools: the offered tools; the XML-style families (``qwen3_coder``, ``glm45``) read a
-            parameter declared ``string`` as raw text and any other as JSON (without
-            tools: JSON where it parses, else raw text).
+        tools: the offered tools; the XML-style families (``qwen3_coder``, ``glm45``,
+            ``minimax_m2``) read a parameter declared ``string`` as raw text and any other
+            as JSON (without tools: JSON where it parses, else raw text); ``deepseek_v32``
+            follows each parameter's ``string`` attribute instead.
         reasoning: as for the preset: skip the leading ``<think>`` block (Harmony: the
             analysis message), whose text may mention calls that are not made.
 

@@ -59,12 +59,14 @@ __all__ = [
     "ToolChoice",
     "deepseek_v3",
     "deepseek_v31",
+    "deepseek_v32",
     "glm45",
     "harmony",
     "hermes",
     "kimi_k2",
     "llama3_function_tag",
     "llama3_json",
+    "minimax_m2",
     "mistral",
     "parse_calls",
     "qwen3_coder",
@@ -213,9 +215,14 @@ def _is_string(schema: Mapping[str, Any]) -> bool:
         isinstance(enum, list) and bool(enum) and all(isinstance(e, str) for e in enum))
 
 
+def _is_raw(schema: Any) -> bool:
+    """Whether the XML styles write a parameter of this schema as raw text (not JSON)."""
+    return isinstance(schema, Mapping) and _is_string(schema)
+
+
 def _xml_value(schema: Any, root: Any) -> _Format:
     """A parameter value in the XML styles: a string's raw text, other types as JSON."""
-    if isinstance(schema, Mapping) and _is_string(schema):
+    if _is_raw(schema):
         if isinstance(schema.get("const"), str):
             return _const(schema["const"])
         enum = schema.get("enum")
@@ -228,17 +235,24 @@ def _xml_value(schema: Any, root: Any) -> _Format:
     return _schema(schema)
 
 
-def _xml_params(tool: _Tool, begin: Callable[[str], str], end: str) -> _Format:
-    """The declared properties in order, each `begin(name) value end`; required ones
-    must appear, the others may be left out; no other properties."""
+def _xml_params(tool: _Tool, begin: Callable[[str, bool], str], end: str, after: str = "") -> _Format:
+    """The declared properties in order, each `begin(name, raw) value end after` (``raw``:
+    the value is a string's raw text, which may not contain ``end``); required ones must
+    appear, the others may be left out; no other properties."""
     params = tool.parameters if isinstance(tool.parameters, Mapping) else {}
     props = params.get("properties", {})
     required = set(params.get("required", []))
     elements: list[_Format] = []
     for name, sub in props.items():
-        one = _tag(begin(name), _xml_value(sub, params), end)
+        one = _tag(begin(name, _is_raw(sub)), _xml_value(sub, params), end)
+        if after:
+            one = _seq(one, _const(after))
         elements.append(one if name in required else {"type": "optional", "content": one})
     return _seq(*elements) if elements else _const("")
+
+
+def _has_required(tool: _Tool) -> bool:
+    return isinstance(tool.parameters, Mapping) and bool(tool.parameters.get("required"))
 
 
 @dataclass(frozen=True)
@@ -249,19 +263,25 @@ class _Family:
     trigger: str  # the text that starts a call (section None) or the section
     section: Callable[[_Format], _Format] | None = None  # the calls' format -> the section tag
     separator: str = ""  # between calls in a section
+    # The section's marker, when `trigger` is the marker preceded by the whitespace the
+    # template always writes before it: free text may not hold the marker otherwise.
+    marker: str | None = None
 
 
 def _answer(family: _Family, mode: str, tools: list[_Tool], parallel: bool) -> _Format:
     if mode == "none":
-        return _text(family.trigger)
+        return _text(family.marker or family.trigger)
     calls = [family.call(t) for t in tools]
+    # A free-text occurrence of the marker ends where the trigger ends; the longer
+    # string (the trigger) wins there, so only a marker without its whitespace is refused.
+    excludes = {"excludes": [family.marker]} if family.marker else {}
     if family.section is None:
         return {"type": "triggered_tags", "triggers": [family.trigger], "tags": calls,
-                "at_least_one": mode == "required", "stop_after_first": not parallel}
+                "at_least_one": mode == "required", "stop_after_first": not parallel, **excludes}
     inner = {"type": "tags_with_separator", "tags": calls, "separator": family.separator,
              "at_least_one": True, "stop_after_first": not parallel}
     return {"type": "triggered_tags", "triggers": [family.trigger], "tags": [family.section(inner)],
-            "at_least_one": mode == "required", "stop_after_first": True}
+            "at_least_one": mode == "required", "stop_after_first": True, **excludes}
 
 
 def _wrap(answer: _Format, reasoning: bool) -> dict[str, Any]:
@@ -281,13 +301,13 @@ _HERMES = _Family(
 
 _QWEN3_CODER = _Family(
     call=lambda t: _tag(f"<tool_call>\n<function={t.name}>\n",
-                        _xml_params(t, lambda p: f"<parameter={p}>\n", "\n</parameter>\n"),
+                        _xml_params(t, lambda p, raw: f"<parameter={p}>\n", "\n</parameter>\n"),
                         "</function>\n</tool_call>"),
     trigger="<tool_call>")
 
 _GLM45 = _Family(
     call=lambda t: _tag(f"<tool_call>{t.name}\n",
-                        _xml_params(t, lambda p: f"<arg_key>{p}</arg_key>\n<arg_value>", "</arg_value>\n"),
+                        _xml_params(t, lambda p, raw: f"<arg_key>{p}</arg_key>\n<arg_value>", "</arg_value>\n"),
                         "</tool_call>"),
     trigger="<tool_call>")
 
@@ -308,6 +328,29 @@ _DEEPSEEK_V31 = _Family(
     call=lambda t: _tag(f"<｜tool▁call▁begin｜>{t.name}<｜tool▁sep｜>", _schema(t.parameters), "<｜tool▁call▁end｜>"),
     trigger="<｜tool▁calls▁begin｜>",
     section=lambda calls: _tag("<｜tool▁calls▁begin｜>", calls, "<｜tool▁calls▁end｜>"))
+
+def _dsml_params(tool: _Tool) -> _Format:
+    """DeepSeek V3.2's parameters: the encoder joins them with "\n" between the invoke's
+    "\n"s, so no parameter at all is "\n\n" (a bare "\n" is accepted too)."""
+    params = _xml_params(tool, lambda p, raw: f'<｜DSML｜parameter name="{p}" string="{"true" if raw else "false"}">',
+                         "</｜DSML｜parameter>", after="\n")
+    return params if _has_required(tool) else _or([_const("\n"), params])
+
+
+_DEEPSEEK_V32 = _Family(
+    call=lambda t: _tag(f'<｜DSML｜invoke name="{t.name}">\n', _dsml_params(t), "</｜DSML｜invoke>"),
+    trigger="\n\n<｜DSML｜function_calls>",
+    section=lambda calls: _tag("\n\n<｜DSML｜function_calls>\n", calls, "\n</｜DSML｜function_calls>"),
+    separator="\n",
+    marker="<｜DSML｜function_calls>")
+
+_MINIMAX_M2 = _Family(
+    call=lambda t: _tag(f'<invoke name="{t.name}">\n',
+                        _xml_params(t, lambda p, raw: f'<parameter name="{p}">', "</parameter>", after="\n"),
+                        "</invoke>\n"),
+    trigger="\n<minimax:tool_call>",
+    section=lambda calls: _tag("\n<minimax:tool_call>\n", calls, "</minimax:tool_call>"),
+    marker="<minimax:tool_call>")
 
 _KIMI_K2 = _Family(
     call=lambda t: _tag(f"<|tool_call_begin|>functions.{t.name}:",
@@ -359,8 +402,10 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "mistral": lambda *a: _family_spec(_MISTRAL, *a),
     "deepseek_v3": lambda *a: _family_spec(_DEEPSEEK_V3, *a),
     "deepseek_v31": lambda *a: _family_spec(_DEEPSEEK_V31, *a),
+    "deepseek_v32": lambda *a: _family_spec(_DEEPSEEK_V32, *a),
     "kimi_k2": lambda *a: _family_spec(_KIMI_K2, *a),
     "glm45": lambda *a: _family_spec(_GLM45, *a),
+    "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
     "harmony": _harmony_spec,
 }
 
@@ -428,7 +473,7 @@ _ARGS = """
         StructuralTagError: a tool's ``parameters`` the JSON Schema front end rejects.
 """
 _THINK_DOC = ("put ``<think>`` free text ``</think>`` first, then any whitespace "
-              "(Qwen3, DeepSeek-R1, GLM-4.5, Kimi-K2-Thinking).")
+              "(Qwen3, DeepSeek-R1, GLM-4.5, Kimi-K2-Thinking, MiniMax-M2).")
 
 
 def llama3_json(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
@@ -518,6 +563,40 @@ def deepseek_v31(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "
     return _grammar("deepseek_v31", tools, tool_choice, parallel_tool_calls, reasoning)
 
 
+def deepseek_v32(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+                 parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """DeepSeek V3.2 (DSML markup): free text, then possibly one block that ends the
+    output::
+
+        TEXT
+
+        <｜DSML｜function_calls>
+        <｜DSML｜invoke name="NAME">
+        <｜DSML｜parameter name="P" string="true|false">VALUE</｜DSML｜parameter>
+        ...
+        </｜DSML｜invoke>
+        <｜DSML｜invoke name="NAME2">
+        ...
+        </｜DSML｜invoke>
+        </｜DSML｜function_calls>
+
+    Conventions of DeepSeek's reference encoder (``encoding/encoding_dsv32.py`` in the
+    DeepSeek-V3.2 model repository, adapted in SGLang as ``encoding_dsv32.py``; llama.cpp's
+    ``DeepSeek-V3.2.jinja`` writes the same): the block starts with a blank line
+    (``"\\n\\n<｜DSML｜function_calls>"``, also when there is no text before it; the
+    encoder's parser requires it, so the marker without it is refused in free text),
+    invokes and parameters one per line, a call without parameters is
+    ``<｜DSML｜invoke name="NAME">\\n\\n</｜DSML｜invoke>`` (``>\\n</...`` is accepted too).
+    ``string="true"`` with the raw text for a ``string``-typed parameter, ``string="false"``
+    with JSON for every other one (the encoder writes any ``str`` value raw; the decoder
+    reads both forms back to the same value). Parameters, their order and VALUE as in
+    :func:`qwen3_coder` (a raw string may not contain ``</｜DSML｜parameter>``). With
+    ``reasoning``: the model's own template opens ``<think>`` in the prompt; the preset
+    expects ``<think>`` in the output like the other families.
+    """
+    return _grammar("deepseek_v32", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
 def kimi_k2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
             parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
     """Kimi K2: free text, then possibly one section that ends the output:
@@ -538,6 +617,36 @@ def glm45(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", 
     return _grammar("glm45", tools, tool_choice, parallel_tool_calls, reasoning)
 
 
+def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+               parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+    """MiniMax-M2 / M2.1 / M2.5 XML-style calls: free text, then possibly one block that
+    ends the output::
+
+        TEXT
+        <minimax:tool_call>
+        <invoke name="NAME">
+        <parameter name="P">VALUE</parameter>
+        ...
+        </invoke>
+        <invoke name="NAME2">
+        ...
+        </invoke>
+        </minimax:tool_call>
+
+    Conventions of the model's chat template (MiniMax-M2's ``chat_template.jinja``, as
+    in llama.cpp's ``models/templates/unsloth-MiniMax-M2.jinja``; MiniMax's
+    ``docs/tool_calling_guide.md`` shows the same output and reads a value by the
+    parameter's declared type, as vLLM's ``minimax_m2`` parser does): the block
+    starts on a new line (``"\\n<minimax:tool_call>\\n"``, also with no text before it;
+    the marker without that newline is refused in free text), one ``<invoke>`` per call,
+    one ``<parameter>`` per line, no separator between invokes. Parameters, their order
+    and VALUE as in :func:`qwen3_coder` (a raw string may not contain ``</parameter>``,
+    where the readers end a value). MiniMax-M1's JSON-lines ``<tool_calls>`` format is
+    not this preset.
+    """
+    return _grammar("minimax_m2", tools, tool_choice, parallel_tool_calls, reasoning)
+
+
 def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
             parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
     """OpenAI Harmony (gpt-oss), the text generated after the prompt's ``<|start|>assistant``.
@@ -554,8 +663,8 @@ def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto"
     return _grammar("harmony", tools, tool_choice, parallel_tool_calls, reasoning)
 
 
-for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, kimi_k2,
-           glm45):
+for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, deepseek_v32,
+           kimi_k2, glm45, minimax_m2):
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
