@@ -31,7 +31,7 @@ Setup: as for bench_json_mask.py. Run:
     python benchmarks/bench_compile.py [--repeats 5] [--masks 50] [--write-results]
 
 `--write-results` appends a dated section to benchmarks/RESULTS.md. About 1.5 minutes
-on 2 cores per code grammar, most of it xgr2-precompute compiling it once.
+on 2 cores, most of it xgrammar compiling the Python grammar (about 10 s a compile).
 """
 
 from __future__ import annotations
