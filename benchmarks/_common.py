@@ -463,11 +463,11 @@ def command_line(script: str, argv) -> str:
     return f"`python benchmarks/{script} {' '.join(argv or sys.argv[1:])}`"
 
 
-def append_results(title: str, script: str, argv, body: list[str], at_top: bool = False) -> None:
-    """Append a dated `## <date>: <title>` section to RESULTS.md (created if missing):
-    the machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`.
-    With `at_top`, the section goes right after the file's first heading instead (newest
-    numbers first); the text already there is left as it is."""
+def append_results(title: str, script: str, argv, body: list[str], at_top: bool = True) -> None:
+    """Add a dated `## <date>: <title>` section to RESULTS.md (created if missing): the
+    machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`.
+    It goes right after the file's first heading (the file opens with the newest
+    numbers; the text already there is left as it is), or at the end without `at_top`."""
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     section = [
         f"## {now}: {title}",
