@@ -449,6 +449,8 @@ def test_const_beside_enum_is_the_const_only_if_listed():
      "branch 0 this front end cannot negate"),
     ({"type": "array", "items": {"type": "object"}, "uniqueItems": True}, "/uniqueItems", "uniqueItems"),
     ({"type": "integer", "multipleOf": 0}, "/multipleOf", "multipleOf"),
+    ({"allOf": [{"patternProperties": {"^x": {}}, "additionalProperties": False}, {"patternProperties": {"^y": {}}}]},
+     "/allOf/1/patternProperties/^y", "another branch's patternProperties and additionalProperties"),
     ({"type": "integer", "minimum": "1"}, "/minimum", "minimum must be a number"),
     ({"required": "a"}, "/required", "required must be an array"),
     ("{not json", "", "not valid JSON"),

@@ -13,11 +13,13 @@ Oracles:
   or not) and of the branch taken.
 
 Values are compared in every key order (a value is accepted if some order of its keys
-is). Where the allOf's plain items all come before its conditionals, the grammar's order
-is also checked exactly: declared names in merge order (base and plain items, then per
-conditional its `if`'s names, then its branch's), required names without a declaration
-after them (sorted), extra keys last. (With plain items after a conditional, the
-pair-by-pair merge puts their names first or last depending on where pair merges happen.)
+is). Where the allOf's plain items all come before its conditionals and every `if` tests
+P alone, the grammar's order is also checked exactly: declared names in merge order (base
+and plain items, then per conditional its `if`'s names, then its branch's), required
+names without a declaration after them (sorted), extra keys last. (With plain items after
+a conditional, the pair-by-pair merge puts their names first or last depending on where
+pair merges happen; with an `if` that also tests another property, a case keeps a
+conditional on the rest, merged as alternatives, whose names may come after later items'.)
 """
 
 from __future__ import annotations
@@ -93,9 +95,13 @@ def layout(schema, doc: dict) -> tuple[list[str], list[str]]:
 
 
 def order_is_defined(schema) -> bool:
-    """Whether no plain allOf item comes after a conditional (see the module docstring)."""
-    kinds = ["if" in item for item in schema.get("allOf", [])]
-    return not any(not kinds[i] and any(kinds[:i]) for i in range(len(kinds)))
+    """Whether no plain allOf item comes after a conditional and every `if` tests P alone
+    (see the module docstring)."""
+    items = schema.get("allOf", [])
+    kinds = ["if" in item for item in items]
+    if any(not kinds[i] and any(kinds[:i]) for i in range(len(kinds))):
+        return False
+    return all(set(item["if"].get("properties", {})) <= {P} for item in items if "if" in item)
 
 
 def dump(doc, keys=None) -> str:

@@ -292,7 +292,9 @@ class SchemaCompiler {
   // without the split, under strict too (each `if`'s names stay declared, see
   // IfDeclarations), in the same property order unless the allOf has other items after
   // its first conditional (pair-by-pair merging moves those names first or last
-  // depending on where they stand); tests/test_json_schema_case_split.py compares both.
+  // depending on where they stand) or an `if` tests more than P (a case keeps a
+  // conditional on the rest, whose names may then come after later items');
+  // tests/test_json_schema_case_split.py compares both.
   // Marks the items it took in `split`; nullptr when the allOf does not have that shape.
   const JsonValue* SplitByDiscriminator(const std::vector<JsonValue>& items, std::vector<bool>* split) {
     constexpr size_t kMinConditionals = 3, kMaxValues = 64;
@@ -663,21 +665,65 @@ class SchemaCompiler {
         Unsupported("allOf with two different `" + k + "` values", ptr);
       }
     }
-    ConstrainAdditional(a, &out);
-    ConstrainAdditional(b, &out);
+    ConstrainAdditional(a, &out, ptr);
+    ConstrainAdditional(b, &out, ptr);
+    ConstrainOtherPatterns(a, b, &out, ptr);
+    ConstrainOtherPatterns(b, a, &out, ptr);
     return out;
   }
 
   // A name that one side of a merge declares is an additional property of the other
-  // side: its value must also meet that side's additionalProperties (`false`: absent).
-  static void ConstrainAdditional(const JsonValue& side, JsonValue* merged) {
+  // side, unless one of that side's patternProperties matches it (whose schema then
+  // applies through the merged patternProperties): its value must also meet that side's
+  // additionalProperties (`false`: absent).
+  void ConstrainAdditional(const JsonValue& side, JsonValue* merged, const std::string& ptr) {
     const JsonValue* addl = side.Find("additionalProperties");
-    if (!addl || (addl->IsBool() && addl->boolean) || side.Find("patternProperties")) return;
+    if (!addl || (addl->IsBool() && addl->boolean)) return;
     const JsonValue* own = side.Find("properties");
+    const JsonValue* patterns = side.Find("patternProperties");
+    auto matches_pattern = [&](const std::string& name) {
+      if (!patterns || !patterns->IsObject()) return false;
+      for (const auto& [pattern, schema] : patterns->members) {
+        std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
+        try {
+          if (PatternDfa(pattern, pp).Accepts(name)) return true;
+        } catch (const DfaLimitError& e) {
+          Unsupported(e.what(), pp);
+          return true;  // (when ignored: the pattern's schema, not additionalProperties)
+        }
+      }
+      return false;
+    };
     for (auto& [k, props] : merged->members) {
       if (k != "properties" || !props.IsObject()) continue;
       for (auto& [name, sub] : props.members) {
-        if (own && own->IsObject() && own->Find(name)) continue;
+        if ((own && own->IsObject() && own->Find(name)) || matches_pattern(name)) continue;
+        sub = addl->IsBool() ? BoolSchema(false) : AllOf(sub, *addl);
+      }
+    }
+  }
+
+  // A key that only the other side's patternProperties match is an additional property
+  // of `side`: the merged pattern's schema also takes `side`'s additionalProperties.
+  // Exact when `side` has no patternProperties of its own; refused when it has (a key
+  // matching patterns of both sides is not additional to it, which a pattern of the
+  // merged schema cannot tell apart).
+  void ConstrainOtherPatterns(const JsonValue& side, const JsonValue& other, JsonValue* merged,
+                              const std::string& ptr) {
+    const JsonValue* addl = side.Find("additionalProperties");
+    const JsonValue* theirs = other.Find("patternProperties");
+    if (!addl || (addl->IsBool() && addl->boolean) || !theirs || !theirs->IsObject()) return;
+    const JsonValue* mine = side.Find("patternProperties");
+    bool has_mine = mine && mine->IsObject() && !mine->members.empty();
+    for (auto& [k, patterns] : merged->members) {
+      if (k != "patternProperties" || !patterns.IsObject()) continue;
+      for (auto& [pattern, sub] : patterns.members) {
+        if (!theirs->Find(pattern) || (has_mine && mine->Find(pattern))) continue;
+        if (has_mine) {
+          Unsupported("allOf of patternProperties beside another branch's patternProperties and additionalProperties",
+                      ptr + "/patternProperties/" + JsonPointerToken(pattern));
+          continue;
+        }
         sub = addl->IsBool() ? BoolSchema(false) : AllOf(sub, *addl);
       }
     }
