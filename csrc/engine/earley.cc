@@ -170,6 +170,14 @@ EarleyScratch& ThreadScratch() {
   return scratch;
 }
 
+EarleySet* const* ScratchSets::Get(size_t count) {
+  while (owned_.size() < count) {
+    owned_.push_back(std::make_unique<EarleySet>());
+    sets_.push_back(owned_.back().get());
+  }
+  return sets_.data();
+}
+
 void EarleyParser::BeginSet() {
   if (s_.table.empty()) s_.table.resize(64), s_.table_stamp.assign(64, 0);
   if (++s_.stamp == 0) {  // wrapped: clear stamps

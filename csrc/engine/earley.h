@@ -65,6 +65,18 @@ struct EarleyScratch {
 // This thread's scratch buffers.
 EarleyScratch& ThreadScratch();
 
+// Scratch sets for a walk, one per depth, kept for reuse. Each kind of walk keeps its
+// own (thread_local) pool, so walks of different kinds never write each other's sets.
+class ScratchSets {
+ public:
+  // At least `count` sets.
+  EarleySet* const* Get(size_t count);
+
+ private:
+  std::vector<std::unique_ptr<EarleySet>> owned_;
+  std::vector<EarleySet*> sets_;
+};
+
 // Builds Earley sets for one grammar; cheap to construct per call.
 class EarleyParser {
  public:

@@ -90,7 +90,7 @@ std::vector<std::pair<uint8_t, std::string>> AsciiSteps(EarleyParser& parser, co
 SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, const std::string& sig) {
   SliceClass cls;
   for (const auto& [b, s] : steps) {
-    if (!sig.empty() && s == sig) cls.ascii[b >> 6] |= uint64_t{1} << (b & 63);
+    if (!sig.empty() && s == sig) cls.AddAscii(b);
   }
   return cls;
 }
@@ -150,10 +150,9 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool) {
   SliceClass json_string, free_text;
   json_string.utf8 = free_text.utf8 = true;
-  for (int b = 0; b < 0x80; ++b) {
-    uint64_t bit = uint64_t{1} << (b & 63);
-    if (b >= 0x20 && b != '"' && b != '\\') json_string.ascii[b >> 6] |= bit;
-    if (b != '<') free_text.ascii[b >> 6] |= bit;
+  for (uint8_t b = 0; b < 0x80; ++b) {
+    if (b >= 0x20 && b != '"' && b != '\\') json_string.AddAscii(b);
+    if (b != '<') free_text.AddAscii(b);
   }
   SliceFor(tok, json_string, pool);
   SliceFor(tok, free_text, pool);

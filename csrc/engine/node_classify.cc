@@ -31,15 +31,9 @@ void AcceptedSet::OrInto(uint32_t* out) const {
   }
 }
 
-// Scratch sets for the classification walks, one per depth, reused on a thread.
-std::vector<EarleySet*>& ClassifySets(size_t count) {
-  thread_local std::vector<std::unique_ptr<EarleySet>> owned;
-  thread_local std::vector<EarleySet*> sets;
-  while (owned.size() < count) {
-    owned.push_back(std::make_unique<EarleySet>());
-    sets.push_back(owned.back().get());
-  }
-  return sets;
+EarleySet* const* ClassifySets(size_t count) {
+  thread_local ScratchSets sets;
+  return sets.Get(count);
 }
 
 ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
@@ -48,7 +42,7 @@ ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
     : parser_(fsm, ThreadScratch()), calls_(follow), memo_allowed_(memo) {
   if (dist) parser_.TrackDistance(dist, reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
-  auto& sets = ClassifySets(3 * max_depth);
+  EarleySet* const* sets = ClassifySets(3 * max_depth);
   inner_sets_ = &sets[0];
   outer_sets_ = &sets[max_depth];
   merged_sets_ = &sets[2 * max_depth];
@@ -148,7 +142,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   int32_t reached = 0;
   if (dist) parser.TrackDistance(dist, &reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
-  EarleySet* const* sets = ClassifySets(max_depth).data();
+  EarleySet* const* sets = ClassifySets(max_depth);
   std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
   parser.Seed(node, &parent, sets[0]);
   ended_by[0] = ended;

@@ -64,7 +64,7 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
                                      int32_t* radius = nullptr);
 
 // Scratch sets for the classification walks, one per depth, reused on a thread.
-std::vector<EarleySet*>& ClassifySets(size_t count);
+EarleySet* const* ClassifySets(size_t count);
 
 // Two parses side by side over the bytes of a trie path, one state per depth:
 //  inner: the item (node, parent) where `parent` stands for the rule's unknown callers;

@@ -5,7 +5,7 @@
 namespace xgr2 {
 
 int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
-  if (states_.size() >= max_states_ || set.items.size() > max_items_) return -1;
+  if (states_.size() >= kMaxStates || set.items.size() > kMaxItems) return -1;
   // The key: the items with their origins as the interned sets they are (or stand for),
   // 0 for `set` itself. Origins are canonical (interned, or outside the walk), so equal
   // keys mean equal parses without looking further (ParseSignature would, at a cost

@@ -1,16 +1,17 @@
 // Earley states of one walk, interned (equal items with equal origins are one state),
-// with the transitions met so far. A trie walk comes back to equal states over and over (inside an identifier or a
-// string, after each element of a list, whatever the characters), so once a state's
-// step on a byte is known, it costs a table lookup instead of an Earley step over the
-// state's items: on a C grammar, whose states carry the whole expression chain, that is
-// the difference between microseconds and nanoseconds per trie node.
+// with the transitions met so far. A trie walk comes back to equal states over and
+// over (inside an identifier or a string, after each element of a list, whatever the
+// characters), so once a state's step on a byte is known, it costs a table lookup
+// instead of an Earley step over the state's items: on a C grammar, whose states carry
+// the whole expression chain, that is the difference between microseconds and
+// nanoseconds per trie node.
 #pragma once
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/earley.h"
@@ -30,9 +31,6 @@ class StateMemo {
   // of a small state costs about what interning a state does (JSON, most schemas).
   static constexpr size_t kMinTokens = 512;
   static constexpr size_t kMinItems = 12;
-
-  StateMemo(size_t max_states = kMaxStates, size_t max_items = kMaxItems)
-      : max_states_(max_states), max_items_(max_items) {}
 
   // Sets standing for sets of the memo equal to them: (scratch set, interned set).
   using Aliases = std::vector<std::pair<const EarleySet*, const EarleySet*>>;
@@ -56,7 +54,6 @@ class StateMemo {
     std::array<int32_t, 256> next;
     std::array<uint64_t, 4> ended{};
   };
-  size_t max_states_, max_items_;
   std::vector<std::unique_ptr<State>> states_;
   std::unordered_map<std::string, int32_t> by_key_;
   std::string key_;  // scratch

@@ -1,5 +1,7 @@
 #include "engine/token_slice.h"
 
+#include "support/utf8.h"
+
 namespace xgr2 {
 
 std::string SliceClass::Key() const {
@@ -9,38 +11,17 @@ std::string SliceClass::Key() const {
 }
 
 int SliceStep(const SliceClass& c, int state, uint8_t b) {
-  // States: 0 between characters; 1, 2, 3: that many continuation bytes (80-BF) to go;
-  // 4 after E0 (A0-BF next), 5 after ED (80-9F), 6 after F0 (90-BF), 7 after F4 (80-8F).
-  auto in = [b](int lo, int hi) { return b >= lo && b <= hi; };
-  switch (state) {
-    case 0:
-      if (b < 0x80) return c.HasAscii(b) ? 0 : -1;
-      if (!c.utf8) return -1;
-      if (in(0xC2, 0xDF)) return 1;
-      if (b == 0xE0) return 4;
-      if (b == 0xED) return 5;
-      if (in(0xE1, 0xEF)) return 2;
-      if (b == 0xF0) return 6;
-      if (in(0xF1, 0xF3)) return 3;
-      if (b == 0xF4) return 7;
-      return -1;
-    case 1: return in(0x80, 0xBF) ? 0 : -1;
-    case 2: return in(0x80, 0xBF) ? 1 : -1;
-    case 3: return in(0x80, 0xBF) ? 2 : -1;
-    case 4: return in(0xA0, 0xBF) ? 1 : -1;
-    case 5: return in(0x80, 0x9F) ? 1 : -1;
-    case 6: return in(0x90, 0xBF) ? 2 : -1;
-    case 7: return in(0x80, 0x8F) ? 2 : -1;
-    default: return -1;
-  }
+  if (state == 0 && b < 0x80) return c.HasAscii(b) ? 0 : -1;
+  if (state == 0 && !c.utf8) return -1;
+  return Utf8Step(state, b);
 }
 
 TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   int32_t n = t.size();
-  int8_t step[kSliceStates][256];
-  for (int q = 0; q < kSliceStates; ++q) {
+  int8_t step[kUtf8States][256];
+  for (int q = 0; q < kUtf8States; ++q) {
     for (int b = 0; b < 256; ++b) step[q][b] = static_cast<int8_t>(SliceStep(cls, q, static_cast<uint8_t>(b)));
   }
   TokenSlice slice;

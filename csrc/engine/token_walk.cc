@@ -9,29 +9,15 @@
 #include "engine/state_memo.h"
 
 namespace xgr2 {
-namespace {
-
-// Scratch sets, one per depth, reused across calls on a thread.
-std::vector<EarleySet*>& DepthSets(size_t depth) {
-  thread_local std::vector<std::unique_ptr<EarleySet>> owned;
-  thread_local std::vector<EarleySet*> sets;
-  while (owned.size() < depth) {
-    owned.push_back(std::make_unique<EarleySet>());
-    sets.push_back(owned.back().get());
-  }
-  return sets;
-}
-
-}  // namespace
 
 void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
                         const int32_t* positions, size_t count, uint32_t* words) {
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   EarleyParser parser(fsm, ThreadScratch());
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
-  auto& sets = DepthSets(max_depth);
+  thread_local ScratchSets sets;
   // The start's items have persistent origins, so the walk's states can be interned.
-  MemoPath path(parser, sets.data(), max_depth, start, nullptr, !positions || count >= StateMemo::kMinTokens);
+  MemoPath path(parser, sets.Get(max_depth), max_depth, start, nullptr, !positions || count >= StateMemo::kMinTokens);
   auto step = [&](size_t d, uint8_t byte) { return path.Step(d, byte); };
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie

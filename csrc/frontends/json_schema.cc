@@ -359,9 +359,7 @@ class SchemaCompiler {
     std::vector<JsonValue> values;
     for (const Cond& c : conds) {
       for (const JsonValue& v : listed(test_of(*c.when, p))) {
-        bool seen = false;
-        for (const JsonValue& x : values) seen = seen || JsonEqual(x, v);
-        if (!seen) values.push_back(v);
+        if (!Contains(values, v)) values.push_back(v);
       }
     }
     if (values.size() > kMaxValues) return nullptr;
@@ -378,8 +376,7 @@ class SchemaCompiler {
           verdict = JsonEqual(kv, v);
         } else if (k == "enum") {
           if (!kv.IsArray()) return -1;
-          verdict = 0;
-          for (const JsonValue& x : kv.items) verdict = verdict || JsonEqual(x, v);
+          verdict = Contains(kv.items, v);
         } else {
           verdict = ValuePasses(k, kv, v);
         }
@@ -729,6 +726,21 @@ class SchemaCompiler {
     }
   }
 
+  static bool Contains(const std::vector<JsonValue>& values, const JsonValue& v) {
+    for (const JsonValue& x : values) {
+      if (JsonEqual(x, v)) return true;
+    }
+    return false;
+  }
+
+  // The values `const` / `enum` list: the const, or the enum; with both (written so, or
+  // merged from an allOf), the const only if the enum lists it.
+  static std::vector<JsonValue> ListedValues(const JsonValue* en, const JsonValue* co) {
+    if (!co) return en->items;
+    if (en && !Contains(en->items, *co)) return {};
+    return {*co};
+  }
+
   static JsonValue AllOf(const JsonValue& x, const JsonValue& y) { return Obj({{"allOf", Arr({x, y})}}); }
 
   // ---------------------------------------------------------------- if / then / else
@@ -1014,15 +1026,7 @@ class SchemaCompiler {
     }
     const JsonValue* en = s.Find("enum");
     const JsonValue* co = s.Find("const");
-    if (en || co) {
-      std::vector<JsonValue> values = co ? std::vector<JsonValue>{*co} : en->items;
-      if (co && en) {  // both (written so, or merged from an allOf): the const only if the enum lists it
-        bool listed = false;
-        for (const JsonValue& x : en->items) listed = listed || JsonEqual(x, *co);
-        if (!listed) values.clear();
-      }
-      return Enumerated(s, values, types, ptr, depth, co != nullptr);
-    }
+    if (en || co) return Enumerated(s, ListedValues(en, co), types, ptr, depth, co != nullptr);
     return Typed(s, types, ptr, depth);
   }
 
@@ -1275,20 +1279,12 @@ class SchemaCompiler {
   // Negation writes for const and enum).
   int32_t Excluding(const JsonValue& s, const JsonValue& excluded, const std::string& ptr, int depth) {
     if (!excluded.IsArray()) Fail("enum must be an array", ptr + "/not/enum");
-    auto is_excluded = [&](const JsonValue& v) {
-      for (const JsonValue& x : excluded.items) {
-        if (JsonEqual(x, v)) return true;
-      }
-      return false;
-    };
     const JsonValue* en = s.Find("enum");
     const JsonValue* co = s.Find("const");
     if (en || co) {
       JsonValue kept = Arr({});
-      for (const JsonValue& v : co ? std::vector<JsonValue>{*co} : en->items) {
-        bool listed = !(co && en);  // both: the const only if the enum lists it
-        for (const JsonValue& x : listed ? std::vector<JsonValue>{} : en->items) listed = listed || JsonEqual(x, v);
-        if (listed && !is_excluded(v)) kept.items.push_back(v);
+      for (const JsonValue& v : ListedValues(en, co)) {
+        if (!Contains(excluded.items, v)) kept.items.push_back(v);
       }
       JsonValue narrowed = WithoutKey(WithoutKey(s, "const"), "enum");
       narrowed.members.emplace_back("enum", kept);
@@ -1307,9 +1303,9 @@ class SchemaCompiler {
       Unsupported("`not` of an array or object value", ptr + "/not");
     }
     std::vector<int32_t> alts;
-    if (types.count("null") && !is_excluded(JsonValue{})) alts.push_back(b_.Bytes("null"));
+    if (types.count("null") && !Contains(excluded.items, JsonValue{})) alts.push_back(b_.Bytes("null"));
     for (bool b : {true, false}) {
-      if (types.count("boolean") && !is_excluded(BoolSchema(b))) alts.push_back(b_.Bytes(b ? "true" : "false"));
+      if (types.count("boolean") && !Contains(excluded.items, BoolSchema(b))) alts.push_back(b_.Bytes(b ? "true" : "false"));
     }
     if (types.count("number") || types.count("integer")) {
       const char* type = types.count("number") ? "number" : "integer";

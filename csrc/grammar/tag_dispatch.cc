@@ -26,33 +26,6 @@ const char* KindName(PatternKind kind) {
 
 std::string Describe(const Pattern& p) { return std::string(KindName(p.kind)) + " \"" + *p.text + "\""; }
 
-// UTF-8 validation state after a byte: 0 at a boundary, 1-3 continuation bytes left,
-// 4-7 the restricted second byte after E0, ED, F0, F4 (no overlongs, no surrogates,
-// nothing past U+10FFFF). -1: the byte is not allowed here.
-int Utf8Next(int state, uint8_t b) {
-  auto in = [b](int lo, int hi) { return b >= lo && b <= hi; };
-  switch (state) {
-    case 0:
-      if (b < 0x80) return 0;
-      if (in(0xC2, 0xDF)) return 1;
-      if (b == 0xE0) return 4;
-      if (b == 0xED) return 5;
-      if (in(0xE1, 0xEF)) return 2;
-      if (b == 0xF0) return 6;
-      if (b == 0xF4) return 7;
-      if (in(0xF1, 0xF3)) return 3;
-      return -1;
-    case 1: return in(0x80, 0xBF) ? 0 : -1;
-    case 2: return in(0x80, 0xBF) ? 1 : -1;
-    case 3: return in(0x80, 0xBF) ? 2 : -1;
-    case 4: return in(0xA0, 0xBF) ? 1 : -1;
-    case 5: return in(0x80, 0x9F) ? 1 : -1;
-    case 6: return in(0x90, 0xBF) ? 2 : -1;
-    case 7: return in(0x80, 0x8F) ? 2 : -1;
-  }
-  return -1;
-}
-
 std::vector<Pattern> CollectPatterns(const TagDispatchSpec& spec) {
   std::vector<Pattern> out;
   auto add = [&](const std::vector<std::string>& list, PatternKind kind) {
@@ -152,7 +125,7 @@ DispatchAutomaton BuildDispatchAutomaton(const TagDispatchSpec& spec) {
     auto [q, u] = states[s];
     int32_t target[256];
     for (int b = 0; b < 256; ++b) {
-      int next_u = Utf8Next(u, static_cast<uint8_t>(b));
+      int next_u = Utf8Step(u, static_cast<uint8_t>(b));
       target[b] = kDead;
       if (next_u < 0) continue;
       int32_t next_q = delta[q * 256 + b];

@@ -115,6 +115,30 @@ std::vector<ByteRangeSeq> Utf8RangeSequences(uint32_t lo, uint32_t hi) {
   return out;
 }
 
+int Utf8Step(int state, uint8_t b) {
+  auto in = [b](int lo, int hi) { return b >= lo && b <= hi; };
+  switch (state) {
+    case 0:
+      if (b < 0x80) return 0;
+      if (in(0xC2, 0xDF)) return 1;
+      if (b == 0xE0) return 4;
+      if (b == 0xED) return 5;
+      if (in(0xE1, 0xEF)) return 2;
+      if (b == 0xF0) return 6;
+      if (b == 0xF4) return 7;
+      if (in(0xF1, 0xF3)) return 3;
+      return -1;
+    case 1: return in(0x80, 0xBF) ? 0 : -1;
+    case 2: return in(0x80, 0xBF) ? 1 : -1;
+    case 3: return in(0x80, 0xBF) ? 2 : -1;
+    case 4: return in(0xA0, 0xBF) ? 1 : -1;
+    case 5: return in(0x80, 0x9F) ? 1 : -1;
+    case 6: return in(0x90, 0xBF) ? 2 : -1;
+    case 7: return in(0x80, 0x8F) ? 2 : -1;
+  }
+  return -1;
+}
+
 size_t CompleteUtf8Prefix(const std::string& b) {
   size_t n = b.size(), i = n;
   while (i > 0 && n - i < 4 && (static_cast<uint8_t>(b[i - 1]) & 0xC0) == 0x80) --i;

@@ -15,6 +15,13 @@ void AppendUtf8(uint32_t cp, std::string* out);
 // Decodes one code point at text[*pos], advancing *pos. Returns -1 on invalid UTF-8.
 int32_t DecodeUtf8(const std::string& text, size_t* pos);
 
+// Strict UTF-8 (RFC 3629: no overlong forms, surrogates or code points past U+10FFFF)
+// as a byte automaton: state 0 at a character boundary, 1-3 that many continuation
+// bytes to go, 4-7 the restricted second byte after E0, ED, F0, F4. Returns the state
+// after `b`, or -1 when `b` cannot come here.
+constexpr int kUtf8States = 8;
+int Utf8Step(int state, uint8_t b);
+
 // Length of the longest prefix of `bytes` that does not end inside a character.
 size_t CompleteUtf8Prefix(const std::string& bytes);
 
