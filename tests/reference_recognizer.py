@@ -8,7 +8,8 @@ decided with code point ranges (the code points whose encoding starts with the p
 bytes form one range), so tokens that split characters are checked exactly.
 
 AST nodes: ``("lit", text)``, ``("cls", negated, [(lo, hi), ...])`` (code points),
-``("ref", rule_index)``, ``("rep", child, lo, hi_or_None)``, ``("seq", [...])``,
+``("tok", negated, [(lo, hi), ...])`` (one whole token by id, xgr2's ``<[...]>``; see
+``step_token``), ``("ref", rule_index)``, ``("rep", child, lo, hi_or_None)``, ``("seq", [...])``,
 ``("alt", [...])``; a grammar is a list of rule bodies, rule 0 the root.
 """
 
@@ -28,12 +29,18 @@ CHARS = ["a", "b", "c", " ", "é", "ê", "日", "本", "🙂", "\x00", "\n", "\"
 # Random grammars and their EBNF text.
 
 
-def random_grammar(rng: random.Random, chars: list[str] = CHARS, max_rules: int = 3) -> list:
-    """A random AST of 1 to ``max_rules`` rules (rule 0 is the root)."""
+def random_grammar(rng: random.Random, chars: list[str] = CHARS, max_rules: int = 3,
+                   token_ids: list[int] | None = None) -> list:
+    """A random AST of 1 to ``max_rules`` rules (rule 0 is the root); with ``token_ids``,
+    also leaves that match one token by id (sets of those ids, or all but them)."""
     n_rules = rng.randint(1, max_rules)
 
     def leaf():
-        kind = rng.choice(["lit", "lit", "lit", "cls", "cls", "ref", "empty"])
+        kinds = ["lit", "lit", "lit", "cls", "cls", "ref", "empty"] + (["tok", "tok"] if token_ids else [])
+        kind = rng.choice(kinds)
+        if kind == "tok":
+            ids = sorted(rng.sample(token_ids, rng.randint(1, 3)))
+            return ("tok", rng.random() < 0.3, [(i, i) for i in ids])
         if kind == "lit":
             return ("lit", "".join(rng.choice(chars) for _ in range(rng.randint(1, 3))))
         if kind == "empty":
@@ -78,6 +85,9 @@ def to_ebnf(ast: list) -> str:
             return "[" + ("^" if e[1] else "") + body + "]"
         if kind == "ref":
             return rule_name(e[1])
+        if kind == "tok":
+            return "<[" + ("^" if e[1] else "") + ", ".join(
+                str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in e[2]) + "]>"
         if kind == "rep":
             _, child, lo, hi = e
             return f"({show(child)}){{{lo},{'' if hi is None else hi}}}"
@@ -201,6 +211,8 @@ class Recognizer:
             return ("n", e[1])
         if kind == "cls":
             return ("t", char_set(e[1], e[2]))
+        if kind == "tok":
+            return ("k", (e[1], tuple(e[2])))
         nt = self._fresh()
         if kind == "lit":
             self._add(nt, [("t", char_set(False, [(ord(c), ord(c))])) for c in e[1]])
@@ -239,13 +251,21 @@ class Recognizer:
         while changed:
             changed = False
             for lhs, syms in self.prods:
-                if lhs not in productive and all(
-                        (s[0] == "t" and s[1]) or (s[0] == "n" and s[1] in productive) for s in syms):
+                if lhs not in productive and all(self._productive(s, productive) for s in syms):
                     productive.add(lhs)
                     changed = True
         self.root_productive = 0 in productive
         self.prods = [(lhs, syms) for lhs, syms in self.prods
-                      if all((s[0] == "t" and s[1]) or (s[0] == "n" and s[1] in productive) for s in syms)]
+                      if all(self._productive(s, productive) for s in syms)]
+
+    @staticmethod
+    def _productive(symbol, productive) -> bool:
+        kind, value = symbol
+        if kind == "t":
+            return bool(value)
+        if kind == "k":
+            return value[0] or bool(value[1])
+        return value in productive
 
     def _nullable(self):
         nullable: set[int] = set()
@@ -342,6 +362,26 @@ class Recognizer:
             nxt = self._scan(chart, lo)
             return None if nxt is None else (nxt, b"")
         return (chart, data) if self._expects(chart, lo, hi) else None
+
+    def step_token(self, state, token_id: int):
+        """The state after one whole token matched by id (only between characters), or
+        None. A text token may also continue as its bytes (``feed``): the caller keeps
+        both readings."""
+        if state is None or state[1]:
+            return None
+        chart = state[0]
+        key = (chart, "token", token_id)
+        if key not in self._memo:
+            seeds = []
+            for p, dot, origin in self._sets[chart]:
+                syms = self.prods[p][1]
+                if dot < len(syms) and syms[dot][0] == "k":
+                    negated, ranges = syms[dot][1]
+                    if any(lo <= token_id <= hi for lo, hi in ranges) != negated:
+                        seeds.append((p, dot + 1, chart if origin == self.SELF else origin))
+            self._memo[key] = self._closure(seeds) if seeds else None
+        nxt = self._memo[key]
+        return None if nxt is None else (nxt, b"")
 
     def feed(self, state, data: bytes):
         for b in data:

@@ -9,6 +9,7 @@ from typing import Any, Callable, Literal
 from . import _core
 from ._errors import SchemaError, StructuralTagError
 from ._frozen import Frozen, init_slots
+from ._tokenizer import TokenizerInfo
 
 
 class SchemaWarning(UserWarning):
@@ -135,7 +136,8 @@ class Grammar(Frozen):
         return Grammar(ir)
 
     @staticmethod
-    def from_structural_tag(spec: "dict[str, Any] | str") -> "Grammar":
+    def from_structural_tag(spec: "dict[str, Any] | str", *,
+                            tokenizer_info: TokenizerInfo | None = None) -> "Grammar":
         """A grammar from a structural tag in XGrammar's JSON format (the
         ``response_format`` that vLLM and SGLang accept).
 
@@ -143,12 +145,17 @@ class Grammar(Frozen):
         or the older ``{"type": "structural_tag", "structures": [...], "triggers": [...]}``.
         Formats: ``const_string``, ``json_schema``, ``grammar``, ``regex``, ``any_text``,
         ``sequence``, ``or``, ``optional``, ``plus``, ``star``, ``repeat``, ``tag``,
-        ``triggered_tags``, ``tags_with_separator``, ``dispatch``; the token-level formats
-        raise :class:`StructuralTagError` for now. See ``docs/structural_tags.md``.
+        ``triggered_tags``, ``tags_with_separator``, ``dispatch``, and the token-level
+        ``token``, ``exclude_token``, ``any_tokens``, ``token_triggered_tags``,
+        ``token_dispatch`` (tokens matched by id, never by their text; a ``tag``'s
+        ``begin`` / ``end`` may be ``{"type": "token", "token": ...}``). See
+        ``docs/structural_tags.md``.
 
         Args:
             spec: the structural tag, as a dict or JSON text (or a pydantic model
                 instance, dumped with ``model_dump_json``).
+            tokenizer_info: resolves tokens given by their text (``"<|call|>"``) to the
+                lowest id with that text; needed only when the spec names tokens so.
 
         Raises:
             StructuralTagError: naming the JSON pointer of the bad field.
@@ -162,7 +169,11 @@ class Grammar(Frozen):
             spec = spec.model_dump_json()
         if not isinstance(spec, (dict, str)):
             raise TypeError(f"spec must be a dict or a JSON string, got {type(spec).__name__}")
-        return Grammar(_core.GrammarIR.from_structural_tag(_json_text(spec, StructuralTagError, "the structural tag")))
+        if tokenizer_info is not None and not isinstance(tokenizer_info, TokenizerInfo):
+            raise TypeError(f"tokenizer_info must be a TokenizerInfo, got {type(tokenizer_info).__name__}")
+        core = None if tokenizer_info is None else tokenizer_info._core
+        return Grammar(_core.GrammarIR.from_structural_tag(
+            _json_text(spec, StructuralTagError, "the structural tag"), core))
 
     @staticmethod
     def builtin_json() -> "Grammar":

@@ -261,12 +261,12 @@ NB_MODULE(_core, m) {
           "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)
       .def_static(
           "from_structural_tag",
-          [](nb::handle spec_obj) {
+          [](nb::handle spec_obj, const TokenizerInfo* tokenizer) {
             std::string spec = Utf8(spec_obj, "structural tag");
             nb::gil_scoped_release release;
-            return GrammarFromStructuralTag(spec);
+            return GrammarFromStructuralTag(spec, tokenizer);
           },
-          "spec"_a)
+          "spec"_a, "tokenizer"_a.none())
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonEbnf(); })
       .def("to_ebnf", [](const ParsedGrammar& h) { return PrintGrammar(*h.ir); })
       .def_prop_ro("root_name", [](const ParsedGrammar& h) { return h.ir->rules[h.ir->root].name; })

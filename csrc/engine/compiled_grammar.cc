@@ -3,15 +3,41 @@
 #include "engine/mask_pool_registry.h"
 #include "engine/shared_by_reach.h"
 #include "support/thread_pool.h"
+#include "xgr2/errors.h"
 #include "xgr2/matcher.h"
 
 namespace xgr2 {
+namespace {
+
+// Tokens a grammar names by id must be real tokens of this tokenizer, and not stop
+// tokens: those end generation (the grammar ends where it can, by itself).
+void CheckTokenIds(const GrammarIR& g, const TokenizerInfo& tok) {
+  for (const Expr& e : g.exprs) {
+    if (e.kind != ExprKind::kToken || e.negated) continue;
+    for (CodepointRange r : e.ranges) {
+      if (r.hi >= static_cast<uint32_t>(tok.tokenizer_size())) {
+        throw GrammarError("the grammar names token id " + std::to_string(r.hi) + ", outside the tokenizer's " +
+                           std::to_string(tok.tokenizer_size()) + " tokens");
+      }
+      for (int32_t stop : tok.stop_ids()) {
+        if (static_cast<uint32_t>(stop) >= r.lo && static_cast<uint32_t>(stop) <= r.hi) {
+          throw GrammarError("the grammar names token id " + std::to_string(stop) +
+                             ", a stop token: stop tokens end generation where the grammar can end, and match "
+                             "nothing inside it");
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
 
 CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const GrammarFsm> fsm, TokenizerPtr tokenizer,
                                  CompileOptions options) {
   auto impl = std::make_shared<CompiledGrammarImpl>();
   impl->grammar = std::move(grammar);
   impl->tokenizer = std::move(tokenizer);
+  CheckTokenIds(*impl->grammar, *impl->tokenizer);
   impl->fsm_owner = fsm ? std::move(fsm) : BuildFsm(*impl->grammar);
   auto initial = std::make_shared<EarleySet>();
   EarleyParser(impl->fsm(), ThreadScratch()).Initial(initial.get());

@@ -88,8 +88,8 @@ std::pair<ParsedGrammar, std::vector<std::string>> GrammarFromJsonSchema(const s
   return {ParsedGrammar{result.grammar, std::move(fsm)}, std::move(result.warnings)};
 }
 
-ParsedGrammar GrammarFromStructuralTag(const std::string& spec) {
-  GrammarPtr ir = StructuralTagToGrammar(spec);
+ParsedGrammar GrammarFromStructuralTag(const std::string& spec, const TokenizerInfo* tokenizer) {
+  GrammarPtr ir = StructuralTagToGrammar(spec, tokenizer);
   std::shared_ptr<const GrammarFsm> fsm;
   try {
     fsm = BuildFsm(*ir);

@@ -11,6 +11,7 @@
 #include "frontends/number_range.h"
 #include "grammar/fsm.h"
 #include "xgr2/grammar.h"
+#include "xgr2/tokenizer.h"
 
 namespace xgr2 {
 
@@ -40,7 +41,7 @@ ParsedGrammar GrammarFromRegexSet(const std::string& a, const std::string& b, co
 std::pair<ParsedGrammar, std::vector<std::string>> GrammarFromJsonSchema(const std::string& schema,
                                                                          const JsonSchemaOptions& options);
 // A structural tag (XGrammar's JSON format); one that no output satisfies is a
-// StructuralTagError.
-ParsedGrammar GrammarFromStructuralTag(const std::string& spec);
+// StructuralTagError. `tokenizer` (may be null) resolves tokens given by their text.
+ParsedGrammar GrammarFromStructuralTag(const std::string& spec, const TokenizerInfo* tokenizer = nullptr);
 
 }  // namespace xgr2

@@ -2,7 +2,9 @@
 #include <cstring>
 
 #include "engine/compiled_grammar_impl.h"
+#include "engine/token_ids.h"
 #include "engine/token_walk.h"
+#include "grammar/token_spelling.h"
 #include "xgr2/errors.h"
 #include "xgr2/matcher.h"
 
@@ -15,18 +17,30 @@ int32_t MatcherState::VocabSize() const { return grammar_->tokenizer->vocab_size
 
 bool MatcherState::CanTerminate() const { return !terminated_ && set_->accepting; }
 
-std::optional<MatcherState> MatcherState::TryAdvanceBytes(const std::string& bytes) const {
-  if (terminated_) return std::nullopt;
-  EarleyParser parser(grammar_->fsm(), ThreadScratch());
-  std::shared_ptr<const EarleySet> cur = set_;
+namespace {
+
+// The persistent set after scanning `bytes` from `start`, or null when they are rejected.
+std::shared_ptr<const EarleySet> Scan(const GrammarFsm& fsm, std::shared_ptr<const EarleySet> cur,
+                                      const std::string& bytes) {
+  EarleyParser parser(fsm, ThreadScratch());
   for (char c : bytes) {
     auto next = std::make_shared<EarleySet>();
-    if (!parser.Advance(*cur, static_cast<uint8_t>(c), next.get())) return std::nullopt;
+    if (!parser.Advance(*cur, static_cast<uint8_t>(c), next.get())) return nullptr;
     KeepOrigins(next.get());  // not the whole history: `cur` dies unless an origin
     cur = std::move(next);
   }
+  return cur;
+}
+
+}  // namespace
+
+std::optional<MatcherState> MatcherState::TryAdvanceBytes(const std::string& bytes) const {
+  // Grammar text is UTF-8, which never holds the byte that spells a token id.
+  if (terminated_ || bytes.find(static_cast<char>(kTokenMarker)) != std::string::npos) return std::nullopt;
+  std::shared_ptr<const EarleySet> next = Scan(grammar_->fsm(), set_, bytes);
+  if (!next) return std::nullopt;
   MatcherState out = *this;
-  out.set_ = std::move(cur);
+  out.set_ = std::move(next);
   out.num_bytes_ += static_cast<int64_t>(bytes.size());
   return out;
 }
@@ -35,17 +49,23 @@ std::optional<MatcherState> MatcherState::TryAdvance(int32_t token) const {
   const TokenizerInfo& tok = *grammar_->tokenizer;
   CheckTokenId(token, tok.vocab_size());
   if (terminated_) return std::nullopt;
-  std::optional<MatcherState> out;
+  MatcherState out = *this;
+  out.num_tokens_ += 1;
   if (tok.is_stop(token)) {
     if (!set_->accepting) return std::nullopt;
-    out = *this;
-    out->terminated_ = true;
-  } else {
-    if (!tok.is_text(token)) return std::nullopt;
-    out = TryAdvanceBytes(tok.decoded(token));
-    if (!out) return std::nullopt;
+    out.terminated_ = true;
+    return out;
   }
-  out->num_tokens_ += 1;
+  // A token continues the parse as its text, or by its id where the grammar names
+  // tokens (ExprKind::kToken); when both do, the state holds both parses.
+  std::shared_ptr<const EarleySet> as_text, as_id;
+  if (tok.is_text(token)) as_text = Scan(grammar_->fsm(), set_, tok.decoded(token));
+  if (set_->CanScan(kTokenMarker) && token < tok.tokenizer_size()) {
+    as_id = Scan(grammar_->fsm(), set_, TokenSpelling(token));
+  }
+  if (!as_text && !as_id) return std::nullopt;
+  if (as_text) out.num_bytes_ += static_cast<int64_t>(tok.decoded(token).size());
+  out.set_ = as_text && as_id ? UnionOfSets(*as_text, *as_id) : as_text ? std::move(as_text) : std::move(as_id);
   return out;
 }
 
@@ -66,6 +86,7 @@ void MatcherState::FillBitmask(uint32_t* words) const {
   } else {
     WalkAcceptedTokens(grammar_->fsm(), tok, *set_, nullptr, 0, words);
   }
+  AddTokensById(grammar_->fsm(), tok, *set_, words);
 }
 
 std::string MatcherState::JumpForwardBytes(int32_t max_bytes) const {
@@ -85,7 +106,7 @@ std::string MatcherState::JumpForwardBytes(int32_t max_bytes) const {
         ++count;
       }
     }
-    if (count != 1) break;
+    if (count != 1 || only == kTokenMarker) break;  // a token named by id is no text
     auto next = std::make_unique<EarleySet>();
     if (!parser.Advance(*cur, static_cast<uint8_t>(only), next.get())) break;
     out.push_back(static_cast<char>(only));

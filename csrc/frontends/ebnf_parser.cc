@@ -318,6 +318,7 @@ class EbnfParser {
     char c = Peek();
     if (c == '"' || c == '\'') return ParseString();
     if (c == '[') return ParseCharClass();
+    if (c == '<' && Peek(1) == '[') return ParseTokenSet();
     if (c == '(') {
       size_t open = pos_++;
       SkipSpace();
@@ -655,6 +656,54 @@ class EbnfParser {
     ++pos_;
     if (ranges.empty() && !e.negated) Fail("empty character class", start);
     e.ranges = NormalizeRanges(std::move(ranges));
+    return g_->AddExpr(std::move(e));
+  }
+
+  // `<[1, 5-9]>`: one token with one of these ids; `<[^1, 5-9]>`: any token but these
+  // (`<[^]>`: any token). Tokens are matched by id, never by their text.
+  int32_t ParseTokenSet() {
+    size_t start = pos_;
+    pos_ += 2;
+    Expr e;
+    e.kind = ExprKind::kToken;
+    if (Peek() == '^') ++pos_, e.negated = true;
+    std::vector<CodepointRange> ids;
+    auto id = [&]() -> uint32_t {
+      size_t at = pos_;
+      uint64_t v = 0;
+      if (!std::isdigit(static_cast<unsigned char>(Peek()))) Fail("expected a token id", at);
+      while (std::isdigit(static_cast<unsigned char>(Peek()))) {
+        v = v * 10 + static_cast<uint64_t>(text_[pos_++] - '0');
+        if (v > static_cast<uint64_t>(GrammarLimits::kMaxTokenId)) {
+          Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", at);
+        }
+      }
+      return static_cast<uint32_t>(v);
+    };
+    SkipSpace();
+    while (Peek() != ']') {
+      if (AtEnd()) Fail("unterminated token set `<[`", start);
+      if (!ids.empty()) {
+        if (Peek() != ',') Fail("expected `,` or `]>` in the token set", pos_);
+        ++pos_;
+        SkipSpace();
+      }
+      size_t item = pos_;
+      uint32_t lo = id(), hi = lo;
+      SkipSpace();
+      if (Peek() == '-') {
+        ++pos_;
+        SkipSpace();
+        hi = id();
+        if (hi < lo) Fail("bad token id range: the start is after the end", item);
+        SkipSpace();
+      }
+      ids.push_back({lo, hi});
+    }
+    if (Peek(1) != '>') Fail("expected `]>` to close the token set", pos_);
+    pos_ += 2;
+    if (ids.empty() && !e.negated) Fail("empty token set", start);
+    e.ranges = NormalizeRanges(std::move(ids));
     return g_->AddExpr(std::move(e));
   }
 

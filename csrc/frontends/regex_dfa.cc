@@ -127,6 +127,7 @@ class RangeNfa {
       }
       case ExprKind::kRuleRef:
       case ExprKind::kTagDispatch:
+      case ExprKind::kToken:
         break;
     }
     TooLarge("the expression refers to rules (not a regular expression)");

@@ -24,16 +24,19 @@ struct Context {
   std::vector<std::string> ends;
 };
 
-// A parsed `tag`: the text after `begin` (content, then one of the ends) as one expression.
+// A parsed `tag`: its begin (a string, or a token when begin_token >= 0) and what
+// follows it (content, then one of the ends) as one expression.
 struct TagParts {
   std::string begin;
+  int32_t begin_token = -1;
   int32_t rest = -1;
   std::string path;
 };
 
 class Converter {
  public:
-  explicit Converter(GrammarIR* g) : b_(g) {}
+  // `tok` (may be null) resolves tokens given by their text.
+  Converter(GrammarIR* g, const TokenizerInfo* tok) : b_(g), tok_(tok) {}
 
   int32_t Format(const JsonValue& v, const std::string& path, const Context& ctx) {
     if (!v.IsObject()) Fail("a format must be an object with a \"type\"", path);
@@ -70,18 +73,23 @@ class Converter {
     if (t == "repeat") return Repeat(v, path, ctx);
     if (t == "tag") {
       TagParts tag = Tag(v, path);
-      return b_.Seq({b_.Bytes(tag.begin), tag.rest});
+      return b_.Seq({Begin(tag), tag.rest});
     }
     if (t == "triggered_tags") return TriggeredTags(v, path, ctx);
     if (t == "tags_with_separator") return TagsWithSeparator(v, path);
     if (t == "dispatch") return DispatchFormat(v, path, ctx);
-    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags" ||
-        t == "token_dispatch") {
-      Fail("the token-level format \"" + t + "\" is not supported yet", At(path, "type"));
+    if (t == "token") return b_.Token({Id(TokenField(v, path))});
+    if (t == "exclude_token" || t == "any_tokens") {
+      Fields(v, path, {"exclude_tokens"});
+      int32_t one = b_.Token(TokenList(v, "exclude_tokens", path), true);
+      return t == "exclude_token" ? one : b_.Star(one);
     }
+    if (t == "token_triggered_tags") return TokenTriggeredTags(v, path);
+    if (t == "token_dispatch") return TokenDispatch(v, path, ctx);
     Fail("unknown format type \"" + t +
              "\" (expected const_string, json_schema, grammar, regex, any_text, sequence, or, optional, plus, "
-             "star, repeat, tag, triggered_tags, tags_with_separator or dispatch)",
+             "star, repeat, tag, triggered_tags, tags_with_separator, dispatch, token, exclude_token, any_tokens, "
+             "token_triggered_tags or token_dispatch)",
          At(path, "type"));
   }
 
@@ -98,7 +106,7 @@ class Converter {
       Fields(s, sp, {"begin", "schema", "end"});
       std::string end = String(s, "end", sp);
       int32_t content = Schema(Field(s, "schema", sp), At(sp, "schema"));
-      tags.push_back({String(s, "begin", sp), b_.Seq({content, b_.Bytes(end)}), sp});
+      tags.push_back({String(s, "begin", sp), -1, b_.Seq({content, b_.Bytes(end)}), sp});
     }
     return Triggered(Strings(v, "triggers", path, true), tags, false, false, {}, path);
   }
@@ -195,6 +203,52 @@ class Converter {
     }
   }
 
+  static CodepointRange Id(int32_t id) { return {static_cast<uint32_t>(id), static_cast<uint32_t>(id)}; }
+
+  // A token given by id, or by its text: the lowest id whose text it is (special
+  // tokens included), found with the tokenizer.
+  int32_t TokenRef(const JsonValue& v, const std::string& path) {
+    if (v.IsNumber()) {
+      const std::string& s = v.text;
+      bool digits = !s.empty() && s.size() <= 9 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits || std::stoll(s) > GrammarLimits::kMaxTokenId) {
+        Fail("a token id must be an integer in [0, " + std::to_string(GrammarLimits::kMaxTokenId) + "]", path);
+      }
+      return static_cast<int32_t>(std::stoll(s));
+    }
+    if (!v.IsString()) Fail("a token must be an id (integer) or the token's text (string)", path);
+    if (v.text.empty()) Fail("a token's text must not be empty", path);
+    if (!tok_) {
+      Fail("the token \"" + v.text + "\" is given by its text: pass the tokenizer to resolve it, or give its id", path);
+    }
+    for (int32_t id = 0; id < tok_->tokenizer_size(); ++id) {
+      if (tok_->decoded(id) == v.text) return id;
+    }
+    Fail("no token of the tokenizer is the text \"" + v.text + "\"", path);
+  }
+
+  // The "token" field of a token format object ({"type": "token", "token": ...}).
+  int32_t TokenField(const JsonValue& v, const std::string& path) {
+    if (!v.IsObject()) Fail("a token format must be an object with a \"token\"", path);
+    if (const JsonValue* type = v.Find("type"); type && !(type->IsString() && type->text == "token")) {
+      Fail("expected a format of type \"token\"", At(path, "type"));
+    }
+    Fields(v, path, {"token"});
+    return TokenRef(Field(v, "token", path), At(path, "token"));
+  }
+
+  std::vector<CodepointRange> TokenList(const JsonValue& v, const char* key, const std::string& path) {
+    std::vector<CodepointRange> ids;
+    if (!v.Find(key)) return ids;
+    const JsonValue& list = Array(v, key, path);
+    for (size_t i = 0; i < list.items.size(); ++i) ids.push_back(Id(TokenRef(list.items[i], At(At(path, key), i))));
+    return ids;
+  }
+
+  int32_t Begin(const TagParts& tag) {
+    return tag.begin_token >= 0 ? b_.Token({Id(tag.begin_token)}) : b_.Bytes(tag.begin);
+  }
+
   int32_t Schema(const JsonValue& schema, const std::string& schema_path) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
@@ -267,24 +321,34 @@ class Converter {
     }
     Fields(v, path, {"begin", "content", "end"});
     const JsonValue& begin = Field(v, "begin", path);
-    if (begin.IsObject()) Fail("token-level tag delimiters are not supported yet", At(path, "begin"));
-    if (!begin.IsString()) Fail("\"begin\" must be a string", At(path, "begin"));
+    TagParts tag;
+    tag.path = path;
+    if (begin.IsObject()) {
+      tag.begin_token = TokenField(begin, At(path, "begin"));
+    } else if (begin.IsString()) {
+      tag.begin = begin.text;
+    } else {
+      Fail("\"begin\" must be a string or a token format", At(path, "begin"));
+    }
     const JsonValue& end = Field(v, "end", path);
     Context inner;
+    int32_t end_token = -1;
     if (end.IsString()) {
       inner.ends = {end.text};
     } else if (end.IsArray()) {
       inner.ends = Strings(v, "end", path, true);
       if (inner.ends.empty()) Fail("\"end\" must hold at least one string", At(path, "end"));
     } else if (end.IsObject()) {
-      Fail("token-level tag delimiters are not supported yet", At(path, "end"));
+      end_token = TokenField(end, At(path, "end"));  // matched by id: free text needs no exclusion
     } else {
-      Fail("\"end\" must be a string or an array of strings", At(path, "end"));
+      Fail("\"end\" must be a string, an array of strings or a token format", At(path, "end"));
     }
     int32_t content = Format(Field(v, "content", path), At(path, "content"), inner);
     std::vector<int32_t> ends;
     for (const std::string& e : inner.ends) ends.push_back(b_.Bytes(e));
-    return {begin.text, b_.Seq({content, b_.Choice(ends)}), path};
+    if (end_token >= 0) ends.push_back(b_.Token({Id(end_token)}));
+    tag.rest = b_.Seq({content, b_.Choice(ends)});
+    return tag;
   }
 
   std::vector<TagParts> Tags(const JsonValue& v, const std::string& path) {
@@ -298,7 +362,7 @@ class Converter {
   // Any one of the tags, whole (begin, content, end), as a rule of its own.
   int32_t AnyTag(const std::vector<TagParts>& tags) {
     std::vector<int32_t> alts;
-    for (const TagParts& t : tags) alts.push_back(b_.Seq({b_.Bytes(t.begin), t.rest}));
+    for (const TagParts& t : tags) alts.push_back(b_.Seq({Begin(t), t.rest}));
     return b_.RuleRef("tag", b_.Choice(alts));
   }
 
@@ -320,6 +384,9 @@ class Converter {
       if (triggers[i].empty()) Fail("a trigger must not be empty", At(At(path, "triggers"), i));
     }
     for (const TagParts& t : tags) {
+      if (t.begin_token >= 0) {
+        Fail("a tag triggered by text needs a text \"begin\" (use token_triggered_tags for tokens)", At(t.path, "begin"));
+      }
       int found = -1;
       for (size_t i = 0; i < triggers.size(); ++i) {
         if (t.begin.compare(0, triggers[i].size(), triggers[i]) != 0) continue;
@@ -371,14 +438,67 @@ class Converter {
     return Dispatch(patterns, targets, Excludes(v, path, ctx), Bool(v, "loop", path, true), path);
   }
 
+  // Tokens (any but the triggers and the excluded ones) until a trigger token, which
+  // dispatches to the tags that begin with it; at_least_one: a tag comes first.
+  int32_t TokenTriggeredTags(const JsonValue& v, const std::string& path) {
+    Fields(v, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
+    std::vector<CodepointRange> triggers = TokenList(v, "trigger_tokens", path);
+    if (triggers.empty()) Fail("\"trigger_tokens\" must not be empty", At(path, "trigger_tokens"));
+    std::vector<TagParts> tags = Tags(v, path);
+    std::vector<bool> used(triggers.size());
+    for (const TagParts& t : tags) {
+      if (t.begin_token < 0) Fail("a tag triggered by a token needs a token \"begin\"", At(t.path, "begin"));
+      auto it = std::find_if(triggers.begin(), triggers.end(),
+                             [&](CodepointRange r) { return r.lo == static_cast<uint32_t>(t.begin_token); });
+      if (it == triggers.end()) Fail("the tag's begin token is not one of the trigger tokens", At(t.path, "begin"));
+      used[it - triggers.begin()] = true;
+    }
+    for (size_t i = 0; i < triggers.size(); ++i) {
+      if (!used[i]) Fail("no tag begins with this trigger token", At(At(path, "trigger_tokens"), i));
+    }
+    std::vector<CodepointRange> not_free = triggers;
+    for (CodepointRange r : TokenList(v, "exclude_tokens", path)) not_free.push_back(r);
+    return Dispatched(b_.Token(not_free, true), AnyTag(tags), Bool(v, "at_least_one", path, false),
+                      !Bool(v, "stop_after_first", path, false));
+  }
+
+  // [[token, format], ...]: free tokens until a trigger token, then its format.
+  int32_t TokenDispatch(const JsonValue& v, const std::string& path, const Context& ctx) {
+    Fields(v, path, {"rules", "loop", "exclude_tokens"});
+    const JsonValue& rules = Array(v, "rules", path);
+    if (rules.items.empty()) Fail("\"rules\" must not be empty", At(path, "rules"));
+    std::vector<CodepointRange> not_free = TokenList(v, "exclude_tokens", path);
+    std::vector<int32_t> alts;
+    for (size_t i = 0; i < rules.items.size(); ++i) {
+      const JsonValue& r = rules.items[i];
+      std::string rp = At(At(path, "rules"), i);
+      if (!r.IsArray() || r.items.size() != 2) Fail("a token_dispatch rule must be a [token, format] pair", rp);
+      int32_t trigger = TokenRef(r.items[0], At(rp, 0));
+      not_free.push_back(Id(trigger));
+      alts.push_back(b_.Seq({b_.Token({Id(trigger)}), b_.RuleRef("dispatched", Format(r.items[1], At(rp, 1), ctx))}));
+    }
+    return Dispatched(b_.Token(not_free, true), b_.Choice(alts), false, Bool(v, "loop", path, true));
+  }
+
+  // Free tokens and dispatched parts: `loop` any number of each, else free tokens then
+  // at most one part (`first`: exactly one, first).
+  int32_t Dispatched(int32_t free_token, int32_t part, bool first, bool loop) {
+    if (loop) {
+      int32_t rest = b_.Star(b_.Choice({free_token, part}));
+      return first ? b_.Seq({part, rest}) : rest;
+    }
+    return first ? part : b_.Seq({b_.Star(free_token), b_.Optional(part)});
+  }
+
   IrBuilder b_;
+  const TokenizerInfo* tok_;
   std::map<std::string, int32_t> schemas_;  // schema JSON -> its root rule
   int grammars_ = 0;
 };
 
 }  // namespace
 
-GrammarPtr StructuralTagToGrammar(const std::string& spec_json) {
+GrammarPtr StructuralTagToGrammar(const std::string& spec_json, const TokenizerInfo* tokenizer) {
   JsonValue spec;
   try {
     spec = ParseJson(spec_json);
@@ -387,7 +507,7 @@ GrammarPtr StructuralTagToGrammar(const std::string& spec_json) {
   }
   if (!spec.IsObject()) throw StructuralTagError("a structural tag must be a JSON object", "");
   auto g = std::make_shared<GrammarIR>();
-  Converter c(g.get());
+  Converter c(g.get(), tokenizer);
   g->root = c.builder().NewRule("root");  // first, so it prints first
   int32_t body;
   const JsonValue* type = spec.Find("type");

@@ -5,6 +5,7 @@
 #include "grammar/determinize.h"
 #include "grammar/fsm.h"
 #include "grammar/tag_dispatch.h"
+#include "grammar/token_spelling.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -89,6 +90,8 @@ class NfaBuilder {
       }
       case ExprKind::kTagDispatch:
         return BuildDispatch(e, from);
+      case ExprKind::kToken:
+        return BuildToken(e, from);
     }
     return from;
   }
@@ -114,6 +117,35 @@ class NfaBuilder {
         int32_t cur = from;
         for (int i = 0; i < seq.len; ++i) {
           int32_t next = i + 1 == seq.len ? end : NewNode();
+          Add(cur, {seq.lo[i], seq.hi[i], -1, next});
+          cur = next;
+        }
+      }
+    }
+    return end;
+  }
+
+  // The spelling of the ids in the set (grammar/token_spelling.h): the marker byte, then
+  // one path of id byte ranges per piece of each range.
+  int32_t BuildToken(const Expr& e, int32_t from) {
+    std::vector<CodepointRange> ids = e.ranges;
+    if (e.negated) {
+      std::vector<CodepointRange> kept;
+      uint32_t start = 0;
+      for (CodepointRange r : ids) {
+        if (r.lo > start) kept.push_back({start, r.lo - 1});
+        start = r.hi + 1;
+      }
+      if (start <= static_cast<uint32_t>(GrammarLimits::kMaxTokenId)) kept.push_back({start, GrammarLimits::kMaxTokenId});
+      ids = std::move(kept);
+    }
+    int32_t spelled = NewNode(), end = NewNode();
+    Add(from, {kTokenMarker, kTokenMarker, -1, spelled});
+    for (CodepointRange r : ids) {
+      for (const IdByteRanges& seq : TokenIdRangeSequences(r.lo, r.hi)) {
+        int32_t cur = spelled;
+        for (int i = 0; i < kTokenIdBytes; ++i) {
+          int32_t next = i + 1 == kTokenIdBytes ? end : NewNode();
           Add(cur, {seq.lo[i], seq.hi[i], -1, next});
           cur = next;
         }
@@ -183,7 +215,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   // Whether an expression can match one character of a wide class.
   std::function<bool(int32_t)> wide = [&](int32_t id) -> bool {
     const Expr& e = g.exprs[id];
-    if (e.kind == ExprKind::kCharClass) {
+    if (e.kind == ExprKind::kCharClass || e.kind == ExprKind::kToken) {
       uint64_t count = 0;
       for (const CodepointRange& r : e.ranges) count += r.hi - r.lo + 1;
       return e.negated || count >= kWideClass;

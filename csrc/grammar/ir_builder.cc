@@ -26,6 +26,14 @@ int32_t IrBuilder::Class(std::vector<CodepointRange> ranges, bool negated) {
   return g_->AddExpr(std::move(e));
 }
 
+int32_t IrBuilder::Token(std::vector<CodepointRange> ids, bool negated) {
+  Expr e;
+  e.kind = ExprKind::kToken;
+  e.negated = negated;
+  e.ranges = NormalizeRanges(std::move(ids));
+  return g_->AddExpr(std::move(e));
+}
+
 // A sequence or choice of `items`, nested ones of the same kind flattened; one item is
 // itself. Empty items add nothing to a sequence.
 int32_t IrBuilder::Join(ExprKind kind, const std::vector<int32_t>& items) {
@@ -108,7 +116,8 @@ int32_t RewriteChars(IrBuilder* b, int32_t expr,
       return rewrite(ClassRanges(e));
     case ExprKind::kRuleRef:
     case ExprKind::kTagDispatch:
-      throw GrammarError("internal: RewriteChars met a rule reference");
+    case ExprKind::kToken:
+      throw GrammarError("internal: RewriteChars met a rule reference or a token");
     case ExprKind::kSequence:
     case ExprKind::kChoice: {
       std::vector<int32_t> kids;

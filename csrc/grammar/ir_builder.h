@@ -24,6 +24,8 @@ class IrBuilder {
   int32_t Bytes(std::string bytes);
   // One code point in the (unsorted, possibly overlapping) ranges, or outside them.
   int32_t Class(std::vector<CodepointRange> ranges, bool negated = false);
+  // One whole token whose id is in the ranges (or outside them): see ExprKind::kToken.
+  int32_t Token(std::vector<CodepointRange> ids, bool negated = false);
   int32_t Seq(const std::vector<int32_t>& items) { return Join(ExprKind::kSequence, items); }
   int32_t Choice(const std::vector<int32_t>& alts) { return Join(ExprKind::kChoice, alts); }
   int32_t Repeat(int32_t child, int32_t min, int32_t max);  // max -1: unbounded

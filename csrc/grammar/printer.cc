@@ -114,6 +114,15 @@ class Printer {
       case ExprKind::kTagDispatch:
         PrintDispatch(e, out);
         break;
+      case ExprKind::kToken:
+        *out += e.negated ? "<[^" : "<[";
+        for (size_t i = 0; i < e.ranges.size(); ++i) {
+          if (i) *out += ", ";
+          *out += std::to_string(e.ranges[i].lo);
+          if (e.ranges[i].hi != e.ranges[i].lo) *out += "-" + std::to_string(e.ranges[i].hi);
+        }
+        *out += "]>";
+        break;
     }
     if (paren) out->push_back(')');
   }

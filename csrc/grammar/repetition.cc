@@ -88,6 +88,7 @@ class Nullable {
       case ExprKind::kEmpty: return true;
       case ExprKind::kBytes: return e.bytes.empty();
       case ExprKind::kCharClass: return false;
+      case ExprKind::kToken: return false;
       case ExprKind::kRuleRef: return rule_[e.rule];
       case ExprKind::kSequence:
         for (int32_t c : e.children) {

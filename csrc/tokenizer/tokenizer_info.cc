@@ -96,6 +96,8 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   std::fill(kind_.begin() + n, kind_.end(), kPadding);
   for (int32_t i = 0; i < n; ++i) {
     if (decoded_[i].empty()) kind_[i] = kEmpty;  // would let generation stall forever
+    // No UTF-8 text holds 0xFF; scanning it would enter a token id's spelling.
+    if (decoded_[i].find('\xFF') != std::string::npos) kind_[i] = kNotText;
   }
   std::sort(special_ids.begin(), special_ids.end());
   special_ids.erase(std::unique(special_ids.begin(), special_ids.end()), special_ids.end());

@@ -17,6 +17,7 @@ enum class ExprKind : uint8_t {
   kChoice,     // any one child
   kRepeat,     // child repeated [min, max] times; max == -1 means unbounded
   kTagDispatch,  // free text watched for tags; tag i dispatches to children[i] (`dispatch`)
+  kToken,        // one whole token whose id is in `ranges` (or outside them when negated)
 };
 
 struct CodepointRange {
@@ -46,8 +47,8 @@ struct TagDispatchSpec {
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
   std::string bytes;                   // kBytes
-  std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
-  bool negated = false;                // kCharClass
+  std::vector<CodepointRange> ranges;  // kCharClass code points, kToken ids; sorted and merged
+  bool negated = false;                // kCharClass, kToken
   int32_t rule = -1;                   // kRuleRef
   std::vector<int32_t> children;       // kSequence, kChoice, kRepeat (one child)
   int32_t min = 0;                     // kRepeat
@@ -86,6 +87,7 @@ struct GrammarLimits {
   static constexpr int64_t kMaxDeterminizeWorkPerRule = 10000000;
   static constexpr int32_t kMaxNesting = 1000;         // parenthesis depth in EBNF text
   static constexpr int32_t kMaxDispatchBytes = 16384;  // bytes of one TagDispatch's tags, stops, excludes
+  static constexpr int32_t kMaxTokenId = (1 << 24) - 1;  // token ids a kToken expression can name
 };
 
 // Parses XGrammar/GBNF-style EBNF. Throws GrammarError with line and column.

@@ -63,7 +63,8 @@ class MatcherState {
   // The state after `token`, or nullopt when the grammar rejects it.
   // Throws InvalidTokenError for ids outside [0, vocab_size).
   std::optional<MatcherState> TryAdvance(int32_t token) const;
-  // The state after forced bytes, or nullopt when they are rejected.
+  // The state after forced bytes (grammar text: tokens named by id never match it), or
+  // nullopt when they are rejected.
   std::optional<MatcherState> TryAdvanceBytes(const std::string& bytes) const;
   bool Accepts(int32_t token) const;
 
@@ -78,7 +79,7 @@ class MatcherState {
   bool IsTerminated() const { return terminated_; }
   bool CanTerminate() const;
   int32_t NumTokens() const { return num_tokens_; }
-  int64_t NumBytes() const { return num_bytes_; }
+  int64_t NumBytes() const { return num_bytes_; }  // of text (a token matched by id adds none)
   int32_t VocabSize() const;
   // Bytes of the parser sets this state keeps alive: those a parse from here can still
   // reach (one per open rule call, plus the current one). Sets shared with other states

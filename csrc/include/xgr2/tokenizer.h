@@ -46,7 +46,8 @@ class TokenizerInfo {
   const std::vector<int32_t>& stop_ids() const { return stop_ids_; }
   const std::vector<int32_t>& special_ids() const { return special_ids_; }
   bool is_stop(int32_t id) const { return kind_[id] == kStop; }
-  // A token that can match grammar text: a real, non-special, non-empty token.
+  // A token that can match grammar text: a real, non-special, non-empty token whose
+  // bytes may be UTF-8 text (no byte 0xFF, which spells tokens matched by id).
   bool is_text(int32_t id) const { return kind_[id] == kText; }
 
   // Text tokens sorted by bytes (a "position" is an index into this list).
@@ -65,7 +66,7 @@ class TokenizerInfo {
   void BuildTrie();
   std::string VocabularyKey() const;
 
-  enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty };
+  enum Kind : uint8_t { kText, kSpecial, kStop, kPadding, kEmpty, kNotText };
   VocabType type_;
   int32_t vocab_size_;
   std::vector<std::string> decoded_;
