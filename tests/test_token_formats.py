@@ -152,6 +152,7 @@ FORMATS = [
     ({"type": "exclude_token", "exclude_tokens": [2, "<end>"]}, [[1], [11], [0]], [[2], [9], [], [1, 1]]),
     ({"type": "any_tokens", "exclude_tokens": [3]}, [[], [1, 2, 11, 12, 8]], [[3], [1, 3]]),
     ({"type": "any_tokens"}, [[], [3, 3, 11]], []),
+    ({"type": "any_tokens", "exclude_tokens": [3], "max_tokens": 2}, [[], [1], [1, 2]], [[1, 2, 1], [3]]),
     (token_tag(11, "AB", 12), [[11, 1, 2, 12]], [[11, 1, 2], [1, 2, 12], [12, 1, 2, 12], [11, 3, 12]]),
     # A text begin and a token end (a special token: never free text's).
     ({"type": "tag", "begin": "<go>", "content": {"type": "any_text"}, "end": {"type": "token", "token": 12}},

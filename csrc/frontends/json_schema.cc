@@ -128,7 +128,7 @@ class SchemaCompiler {
   // ---------------------------------------------------------------- setup
   static JsonLayout MakeLayout(const JsonSchemaOptions& opt) {
     JsonLayout l;
-    l.max_whitespace = JsonSchemaOptions::kMaxWhitespace;
+    l.max_whitespace = opt.max_whitespace;
     if (opt.indent >= 0) {
       l.kind = JsonLayout::Kind::kIndent;
       l.indent = opt.indent;

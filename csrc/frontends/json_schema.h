@@ -22,6 +22,7 @@ struct JsonSchemaOptions {
   UnsupportedPolicy unsupported = UnsupportedPolicy::kError;
 
   static constexpr int kMaxWhitespace = 20;
+  int max_whitespace = kMaxWhitespace;  // the bound on each run of any_whitespace
 };
 
 struct JsonSchemaGrammar {

@@ -7,6 +7,7 @@
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
 #include "frontends/regex.h"
+#include "frontends/xml_parameters.h"
 #include "grammar/repetition.h"
 #include "grammar/tag_dispatch.h"
 #include "support/json.h"
@@ -41,14 +42,14 @@ class Converter {
   int32_t Format(const JsonValue& v, const std::string& path, const Context& ctx) {
     if (!v.IsObject()) Fail("a format must be an object with a \"type\"", path);
     const JsonValue* type = v.Find("type");
-    if (!type) Fail("a format needs a \"type\"", path);
-    if (!type->IsString()) Fail("\"type\" must be a string", At(path, "type"));
-    const std::string& t = type->text;
+    if (type && !type->IsString()) Fail("\"type\" must be a string", At(path, "type"));
+    const std::string t = type ? type->text : InferredType(v);
+    if (t.empty()) Fail("a format needs a \"type\" (none can be told from its fields)", path);
     if (t == "const_string") {
       Fields(v, path, {"value"});
       return b_.Bytes(String(v, "value", path));
     }
-    if (t == "json_schema") return JsonSchema(v, path);
+    if (t == "json_schema" || t == "qwen_xml_parameter") return JsonSchema(v, path, t == "qwen_xml_parameter");
     if (t == "grammar") return Ebnf(v, path);
     if (t == "regex") return Regex(v, path);
     if (t == "any_text") {
@@ -79,10 +80,19 @@ class Converter {
     if (t == "tags_with_separator") return TagsWithSeparator(v, path);
     if (t == "dispatch") return DispatchFormat(v, path, ctx);
     if (t == "token") return b_.Token({Id(TokenField(v, path))});
-    if (t == "exclude_token" || t == "any_tokens") {
+    if (t == "exclude_token") {
       Fields(v, path, {"exclude_tokens"});
-      int32_t one = b_.Token(TokenList(v, "exclude_tokens", path), true);
-      return t == "exclude_token" ? one : b_.Star(one);
+      return b_.Token(TokenList(v, "exclude_tokens", path), true);
+    }
+    if (t == "any_tokens") {
+      Fields(v, path, {"exclude_tokens", "max_tokens"});
+      int32_t max = -1;
+      if (const JsonValue* m = v.Find("max_tokens"); m && m->kind != JsonValue::Kind::kNull) {
+        int64_t n = Int(v, "max_tokens", path);
+        if (n < 0 || n > GrammarLimits::kMaxRepeat) Fail("\"max_tokens\" must be null or a count >= 0", At(path, "max_tokens"));
+        max = static_cast<int32_t>(n);
+      }
+      return b_.Repeat(b_.Token(TokenList(v, "exclude_tokens", path), true), 0, max);
     }
     if (t == "token_triggered_tags") return TokenTriggeredTags(v, path);
     if (t == "token_dispatch") return TokenDispatch(v, path, ctx);
@@ -91,6 +101,28 @@ class Converter {
              "star, repeat, tag, triggered_tags, tags_with_separator, dispatch, token, exclude_token, any_tokens, "
              "token_triggered_tags or token_dispatch)",
          At(path, "type"));
+  }
+
+  // The type of a format written without one, from its fields (as XGrammar reads it:
+  // a tag first); "" when none fits.
+  static std::string InferredType(const JsonValue& v) {
+    auto has = [&](const char* key) { return v.Find(key) != nullptr; };
+    if (has("begin") && has("content") && has("end")) return "tag";
+    if (has("value")) return "const_string";
+    if (has("json_schema")) return "json_schema";
+    if (has("elements")) return "sequence";
+    if (has("triggers")) return "triggered_tags";
+    if (has("trigger_tokens")) return "token_triggered_tags";
+    if (has("separator")) return "tags_with_separator";
+    if (has("content")) return has("min") || has("max") ? "repeat" : "optional";
+    if (const JsonValue* rules = v.Find("rules")) {
+      bool by_token = rules->IsArray() && !rules->items.empty() && rules->items[0].IsArray() &&
+                      !rules->items[0].items.empty() && !rules->items[0].items[0].IsString();
+      return by_token ? "token_dispatch" : "dispatch";
+    }
+    if (has("token")) return "token";
+    if (has("excludes") && v.members.size() == 1) return "any_text";
+    return "";
   }
 
   // The older form: {"structures": [{"begin", "schema", "end"}], "triggers": [...]}, free
@@ -249,32 +281,51 @@ class Converter {
     return tag.begin_token >= 0 ? b_.Token({Id(tag.begin_token)}) : b_.Bytes(tag.begin);
   }
 
-  int32_t Schema(const JsonValue& schema, const std::string& schema_path) {
+  int32_t Schema(const JsonValue& schema, const std::string& schema_path,
+                 int max_whitespace = JsonSchemaOptions::kMaxWhitespace) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
-    auto it = schemas_.find(text);  // the same schema twice (tools sharing arguments): one rule
+    std::string key = std::to_string(max_whitespace) + " " + text;
+    auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
     if (it != schemas_.end()) return b_.Ref(it->second);
+    JsonSchemaOptions options;
+    options.max_whitespace = max_whitespace;
     JsonSchemaGrammar g;
     try {
-      g = JsonSchemaToGrammar(text, JsonSchemaOptions{});
+      g = JsonSchemaToGrammar(text, options);
     } catch (const SchemaError& e) {
       Fail(std::string("invalid JSON Schema: ") + e.what(), schema_path + e.pointer);
     }
     int32_t rule = ImportGrammar(&b_, *g.grammar, "schema" + std::to_string(schemas_.size()) + "_");
-    schemas_[text] = rule;
+    schemas_[key] = rule;
     return b_.Ref(rule);
   }
 
-  int32_t JsonSchema(const JsonValue& v, const std::string& path) {
-    Fields(v, path, {"json_schema", "style", "any_order"});
-    if (const JsonValue* style = v.Find("style")) {
-      if (!style->IsString()) Fail("\"style\" must be a string", At(path, "style"));
-      if (style->text != "json") {
-        Fail("json_schema style \"" + style->text + "\" is not supported yet (only \"json\")", At(path, "style"));
+  // `json_schema` (or the older `qwen_xml_parameter`, the qwen_xml style).
+  int32_t JsonSchema(const JsonValue& v, const std::string& path, bool qwen_parameters) {
+    Fields(v, path, {"json_schema", "style", "any_order", "max_whitespace_cnt"});
+    std::string style = qwen_parameters ? "qwen_xml" : "json";
+    if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
+      if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
+        Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\" or \"glm_xml\"",
+             At(path, "style"));
       }
+      style = s->text;
     }
     if (Bool(v, "any_order", path, false)) Fail("\"any_order\": true is not supported yet", At(path, "any_order"));
-    return Schema(Field(v, "json_schema", path), At(path, "json_schema"));
+    int max_whitespace = JsonSchemaOptions::kMaxWhitespace;
+    if (const JsonValue* m = v.Find("max_whitespace_cnt"); m && m->kind != JsonValue::Kind::kNull) {
+      int64_t n = Int(v, "max_whitespace_cnt", path);
+      if (n < 0 || n > 1000) Fail("\"max_whitespace_cnt\" must be null or in [0, 1000]", At(path, "max_whitespace_cnt"));
+      max_whitespace = static_cast<int>(n);
+    }
+    const JsonValue& schema = Field(v, "json_schema", path);
+    std::string schema_path = At(path, "json_schema");
+    if (style == "json") return Schema(schema, schema_path, max_whitespace);
+    return XmlParameters(&b_, schema, style, max_whitespace, schema_path,
+                         [&](const JsonValue& sub, const std::string& sub_path) {
+                           return Schema(sub, sub_path, max_whitespace);
+                         });
   }
 
   int32_t Ebnf(const JsonValue& v, const std::string& path) {
@@ -511,7 +562,8 @@ GrammarPtr StructuralTagToGrammar(const std::string& spec_json, const TokenizerI
   g->root = c.builder().NewRule("root");  // first, so it prints first
   int32_t body;
   const JsonValue* type = spec.Find("type");
-  bool wrapper = type && type->IsString() && type->text == "structural_tag";
+  // The wrapper's "type" may be left out (no format has a "format" field).
+  bool wrapper = type ? type->IsString() && type->text == "structural_tag" : spec.Find("format") != nullptr;
   if (spec.Find("structures") && (wrapper || !type)) {
     body = c.Structures(spec, "");
   } else if (wrapper) {

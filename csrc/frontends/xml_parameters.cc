@@ -1,0 +1,192 @@
+#include "frontends/xml_parameters.h"
+
+#include <algorithm>
+
+#include "frontends/regex.h"
+#include "grammar/tag_dispatch.h"
+#include "xgr2/errors.h"
+
+namespace xgr2 {
+namespace {
+
+struct XmlStyle {
+  const char* name;
+  const char* key_prefix;  // then the name
+  const char* key_suffix;  // deepseek_xml: `" string="` then true|false then `">`
+  const char* value_prefix;
+  const char* value_suffix;
+};
+
+constexpr XmlStyle kStyles[] = {
+    {"qwen_xml", "<parameter=", ">", "", "</parameter>"},
+    {"minimax_xml", "<parameter name=\"", "\">", "", "</parameter>"},
+    {"deepseek_xml", "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"", "", "",
+     "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>"},
+    {"glm_xml", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"},
+};
+
+const XmlStyle* FindStyle(const std::string& name) {
+  for (const XmlStyle& s : kStyles) {
+    if (name == s.name) return &s;
+  }
+  return nullptr;
+}
+
+std::string At(const std::string& path, const std::string& key) { return path + "/" + JsonPointerToken(key); }
+
+class XmlWriter {
+ public:
+  XmlWriter(IrBuilder* b, const XmlStyle& style, int max_ws,
+            const std::function<int32_t(const JsonValue&, const std::string&)>& json_value)
+      : b_(b), style_(style), json_value_(json_value) {
+    ws_ = b_->RuleRef("xml_ws", b_->Repeat(b_->Class({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0,
+                                           max_ws));
+  }
+
+  int32_t Object(const JsonValue& schema, const std::string& path) {
+    if (!schema.IsObject()) Fail("needs an object schema", path);
+    static const char* kAllowed[] = {"type", "properties", "required", "additionalProperties", "title",
+                                     "description", "$defs", "definitions", "$schema", "$id", "$comment",
+                                     "examples", "default"};
+    for (const auto& [key, value] : schema.members) {
+      if (std::none_of(std::begin(kAllowed), std::end(kAllowed), [&](const char* k) { return key == k; })) {
+        Fail("supports object schemas with properties, required and additionalProperties; \"" + key +
+                 "\" is not supported",
+             At(path, key));
+      }
+    }
+    if (const JsonValue* type = schema.Find("type"); type && !(type->IsString() && type->text == "object")) {
+      Fail("needs \"type\": \"object\"", At(path, "type"));
+    }
+    root_ = &schema;
+    std::vector<std::string> required;
+    if (const JsonValue* r = schema.Find("required")) {
+      if (!r->IsArray()) Fail("\"required\" must be an array of names", At(path, "required"));
+      for (const JsonValue& name : r->items) required.push_back(name.text);
+    }
+    std::vector<int32_t> parts = {ws_};
+    std::vector<std::string> declared;
+    if (const JsonValue* props = schema.Find("properties")) {
+      if (!props->IsObject()) Fail("\"properties\" must be an object", At(path, "properties"));
+      for (const auto& [name, sub] : props->members) {
+        declared.push_back(name);
+        int32_t one = b_->Seq({Parameter(b_->Bytes(name), sub, At(At(path, "properties"), name)), ws_});
+        bool needed = std::find(required.begin(), required.end(), name) != required.end();
+        parts.push_back(needed ? one : b_->Optional(one));
+      }
+    }
+    for (const std::string& name : required) {
+      if (std::find(declared.begin(), declared.end(), name) == declared.end()) {
+        Fail("the required property \"" + name + "\" is not declared in \"properties\"", At(path, "required"));
+      }
+    }
+    // Other names only where the schema allows them explicitly (strict, as JSON).
+    if (const JsonValue* extra = schema.Find("additionalProperties"); extra && !(extra->IsBool() && !extra->boolean)) {
+      int32_t name = b_->Seq({b_->Class({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}),
+                              b_->Star(b_->Class({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}))});
+      JsonValue any;
+      any.kind = JsonValue::Kind::kObject;
+      parts.push_back(b_->Star(b_->Seq({Parameter(name, extra->IsBool() ? any : *extra,
+                                                  At(path, "additionalProperties")), ws_})));
+    }
+    return b_->Seq(parts);
+  }
+
+ private:
+  [[noreturn]] void Fail(const std::string& msg, const std::string& path) {
+    throw StructuralTagError(std::string("the style \"") + style_.name + "\" " + msg, path);
+  }
+
+  int32_t Parameter(int32_t name, const JsonValue& schema, const std::string& path) {
+    std::vector<int32_t> parts = {b_->Bytes(style_.key_prefix), name};
+    if (std::string(style_.name) == "deepseek_xml") {  // either flag, whatever the value's type
+      parts.push_back(b_->Seq({b_->Bytes("\" string=\""), b_->Choice({b_->Bytes("true"), b_->Bytes("false")}),
+                               b_->Bytes("\">")}));
+    } else {
+      parts.push_back(b_->Bytes(style_.key_suffix));
+    }
+    if (*style_.value_prefix) parts.push_back(b_->Seq({ws_, b_->Bytes(style_.value_prefix)}));
+    parts.push_back(Value(schema, path));
+    parts.push_back(b_->Bytes(style_.value_suffix));
+    return b_->Seq(parts);
+  }
+
+  // A string's raw text; another value as JSON between whitespace.
+  int32_t Value(const JsonValue& schema, const std::string& path) {
+    if (schema.IsObject()) {
+      if (const JsonValue* c = schema.Find("const")) return Literal(*c);
+      if (const JsonValue* e = schema.Find("enum"); e && e->IsArray() && !e->items.empty()) {
+        std::vector<int32_t> alts;
+        for (const JsonValue& v : e->items) alts.push_back(Literal(v));
+        return b_->Choice(alts);
+      }
+      const JsonValue* type = schema.Find("type");
+      if (type && type->IsString() && type->text == "string") return RawString(schema, path);
+    }
+    if (schema.IsBool() && !schema.boolean) Fail("cannot write a property whose schema is false", path);
+    JsonValue with_defs = schema;  // keep the root's definitions reachable for $refs
+    if (with_defs.IsObject()) {
+      for (const char* key : {"$defs", "definitions"}) {
+        const JsonValue* defs = root_->Find(key);
+        if (defs && !with_defs.Find(key)) with_defs.members.emplace_back(key, *defs);
+      }
+    }
+    return b_->Seq({ws_, json_value_(with_defs, path), ws_});
+  }
+
+  // A const or enum value: a string's raw text, anything else its JSON text.
+  int32_t Literal(const JsonValue& v) { return b_->Bytes(v.IsString() ? v.text : DumpJson(v)); }
+
+  int32_t RawString(const JsonValue& schema, const std::string& path) {
+    for (const auto& [key, value] : schema.members) {
+      if (key == "format") Fail("cannot check \"format\" on a raw string value", At(path, key));
+    }
+    const JsonValue* pattern = schema.Find("pattern");
+    const JsonValue* min = schema.Find("minLength");
+    const JsonValue* max = schema.Find("maxLength");
+    if (pattern) {
+      if (!pattern->IsString()) Fail("needs \"pattern\" to be a string", At(path, "pattern"));
+      if (min || max) Fail("cannot combine \"pattern\" with a length on a raw string value", path);
+      try {
+        return AppendRegex(b_, pattern->text, true);  // JSON Schema: matched anywhere in the text
+      } catch (const RegexError& e) {
+        Fail(std::string("got an invalid pattern: ") + e.what(), At(path, "pattern"));
+      }
+    }
+    if (min || max) {
+      auto bound = [&](const JsonValue* v, const char* key) -> int32_t {
+        bool ok = v->IsNumber() && !v->text.empty() && v->text.size() <= 9 &&
+                  std::all_of(v->text.begin(), v->text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!ok) Fail(std::string("needs \"") + key + "\" to be a non-negative integer", At(path, key));
+        return static_cast<int32_t>(std::stol(v->text));
+      };
+      int32_t lo = min ? bound(min, "minLength") : 0, hi = max ? bound(max, "maxLength") : -1;
+      if (hi >= 0 && hi < lo) Fail("got maxLength < minLength", path);
+      return b_->Repeat(b_->Class({{0, 0x10FFFF}}), lo, hi);
+    }
+    // Any text up to the closing tag.
+    TagDispatchSpec spec;
+    spec.excludes = {style_.value_suffix};
+    return AddTagDispatch(b_->ir(), std::move(spec), {});
+  }
+
+  IrBuilder* b_;
+  const XmlStyle& style_;
+  const std::function<int32_t(const JsonValue&, const std::string&)>& json_value_;
+  const JsonValue* root_ = nullptr;
+  int32_t ws_ = -1;
+};
+
+}  // namespace
+
+bool IsXmlStyle(const std::string& style) { return FindStyle(style) != nullptr; }
+
+int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
+                      const std::string& path,
+                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
+  const XmlStyle* s = FindStyle(style);
+  if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
+  return XmlWriter(b, *s, max_whitespace, json_value).Object(schema, path);
+}
+
+}  // namespace xgr2

@@ -1,0 +1,29 @@
+// The XML parameter styles of structural tags' `json_schema` format (`style`:
+// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml"): an object schema's properties
+// written as tags instead of a JSON object, as those models' tool calls write arguments:
+//   qwen_xml      <parameter=NAME>VALUE</parameter>
+//   minimax_xml   <parameter name="NAME">VALUE</parameter>
+//   deepseek_xml  <｜DSML｜parameter name="NAME" string="true|false">VALUE</｜DSML｜parameter>
+//   glm_xml       <arg_key>NAME</arg_key><arg_value>VALUE</arg_value>
+// A string value is its raw text; other values are JSON. See docs/structural_tags.md.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "grammar/ir_builder.h"
+#include "support/json.h"
+
+namespace xgr2 {
+
+// Whether `style` names an XML style (and not "json").
+bool IsXmlStyle(const std::string& style);
+
+// The parameters of the object schema `schema` in `style`, whitespace runs at most
+// `max_whitespace` long between them and around JSON values. `json_value(schema, path)`
+// gives the JSON grammar of a property's schema. Throws StructuralTagError at `path`
+// (the schema's pointer) for what the style cannot write.
+int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
+                      const std::string& path,
+                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value);
+
+}  // namespace xgr2

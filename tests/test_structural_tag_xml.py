@@ -1,0 +1,150 @@
+"""The XML parameter styles of structural tags' ``json_schema`` format (qwen_xml,
+minimax_xml, deepseek_xml, glm_xml) and ``max_whitespace_cnt``.
+
+Oracle: instances drawn from each schema by hypothesis-jsonschema (checked with
+``jsonschema``) are written in the style by a renderer written here from the styles'
+definitions (a string's raw text, other values as JSON); the grammar must accept every
+rendering, and must reject renderings that break the schema: a required parameter left
+out, a parameter no schema declares, a JSON value that is not valid there.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xgr2
+
+hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
+
+BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)])
+
+# (opening of a parameter before its name, what follows the name, value opening, closing)
+STYLES = {
+    "qwen_xml": ("<parameter=", ">", "", "</parameter>"),
+    "minimax_xml": ('<parameter name="', '">', "", "</parameter>"),
+    "deepseek_xml": ('<｜DSML｜parameter name="', '" string="{flag}">', "", "</｜DSML｜parameter>"),
+    "glm_xml": ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+}
+
+SCHEMAS = [
+    {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+     "required": ["city"]},
+    {"type": "object", "properties": {"unit": {"enum": ["celsius", "fahrenheit"]}, "n": {"type": "number"},
+                                      "flag": {"type": "boolean"}, "tags": {"type": "array", "items": {"type": "string"}}},
+     "required": ["unit", "flag"]},
+    {"type": "object", "properties": {"where": {"$ref": "#/$defs/place"}, "code": {"type": "string", "pattern": "^[A-Z]{3}$"}},
+     "required": ["where", "code"], "$defs": {"place": {"type": "object", "properties": {"lat": {"type": "number"}},
+                                                       "additionalProperties": False,
+                                                       "required": ["lat"]}}},
+    {"type": "object", "properties": {"note": {"type": "string", "maxLength": 5}, "kind": {"const": "fixed"}},
+     "required": ["kind"]},
+]
+
+
+def is_raw(schema: dict) -> bool:
+    return schema.get("type") == "string" or "const" in schema or "enum" in schema
+
+
+def render(style: str, schema: dict, instance: dict, gap: str = "\n") -> str:
+    key_open, key_close, value_open, close = STYLES[style]
+    out = [gap]
+    for name, sub in schema["properties"].items():
+        if name not in instance:
+            continue
+        value = instance[name]
+        text = value if is_raw(sub) and isinstance(value, str) else json.dumps(value)
+        out.append(key_open + name + key_close.format(flag="true" if isinstance(value, str) else "false") +
+                   value_open + text + close + gap)
+    return "".join(out)
+
+
+def accepts(grammar: xgr2.Grammar, text: str) -> bool:
+    state = xgr2.compile(grammar, BYTES).initial_state().try_advance_bytes(text.encode())
+    return state is not None and state.can_terminate
+
+
+def grammar_of(style: str, schema: dict) -> xgr2.Grammar:
+    return xgr2.Grammar.from_structural_tag({"type": "json_schema", "json_schema": schema, "style": style})
+
+
+@pytest.mark.parametrize("style", STYLES)
+@pytest.mark.parametrize("index", range(len(SCHEMAS)))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_renderings_of_valid_instances_are_accepted_and_broken_ones_rejected(style, index, data):
+    schema = SCHEMAS[index]
+    instance = data.draw(hypothesis_jsonschema.from_schema(schema))
+    jsonschema.validate(instance, schema)
+    # Raw text cannot hold the closing tag (it would end the value there).
+    if any(isinstance(v, str) and STYLES[style][3] in v for v in instance.values()):
+        return
+    grammar = grammar_of(style, schema)
+    assert accepts(grammar, render(style, schema, instance)), render(style, schema, instance)
+    assert accepts(grammar, render(style, schema, instance, gap=""))
+    for name in schema["required"]:
+        assert not accepts(grammar, render(style, schema, {k: v for k, v in instance.items() if k != name}))
+    undeclared = {**instance, "zzz": 1}
+    assert not accepts(grammar, render(style, {**schema, "properties": {**schema["properties"], "zzz": {}}},
+                                       undeclared))
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_values_are_checked_against_their_schemas(style):
+    schema = SCHEMAS[0]
+    grammar = grammar_of(style, schema)
+    good = render(style, schema, {"city": "Paris\nFrance", "days": 3})
+    assert accepts(grammar, good)
+    assert not accepts(grammar, good.replace("3", "0"))  # minimum 1
+    assert not accepts(grammar, good.replace("3", '"3"'))  # not an integer
+    assert accepts(grammar, good.replace("Paris", '"Paris"'))  # raw text: quotes are text
+    spaced = render(style, schema, {"city": "x", "days": 3}).replace("3", " 3 ")
+    assert accepts(grammar, spaced)  # whitespace around a JSON value
+    codes = grammar_of(style, SCHEMAS[2])
+    where = {"where": {"lat": 1.5}}
+    assert accepts(codes, render(style, SCHEMAS[2], {**where, "code": "ABC"}))
+    assert not accepts(codes, render(style, SCHEMAS[2], {**where, "code": "ABCD"}))
+    consts = grammar_of(style, SCHEMAS[3])
+    assert accepts(consts, render(style, SCHEMAS[3], {"kind": "fixed", "note": "short"}))
+    assert not accepts(consts, render(style, SCHEMAS[3], {"kind": "fixed", "note": "toolong"}))
+    assert not accepts(consts, render(style, SCHEMAS[3], {"kind": "other"}))
+
+
+def test_additional_properties_take_any_name_only_when_allowed():
+    open_schema = {**SCHEMAS[0], "additionalProperties": {"type": "integer"}}
+    grammar = grammar_of("qwen_xml", open_schema)
+    assert accepts(grammar, "<parameter=city>x</parameter><parameter=extra_1>5</parameter>")
+    assert not accepts(grammar, "<parameter=city>x</parameter><parameter=extra_1>five</parameter>")
+    assert not accepts(grammar_of("qwen_xml", SCHEMAS[0]), "<parameter=city>x</parameter><parameter=e>5</parameter>")
+
+
+def test_qwen_xml_parameter_is_the_qwen_xml_style():
+    spec = {"type": "qwen_xml_parameter", "json_schema": SCHEMAS[0]}
+    grammar = xgr2.Grammar.from_structural_tag(spec)
+    assert accepts(grammar, "<parameter=city>Oslo</parameter>")
+    assert not accepts(grammar, '<parameter name="city">Oslo</parameter>')
+
+
+def test_max_whitespace_cnt_bounds_each_run():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    spec = {"type": "json_schema", "json_schema": schema, "max_whitespace_cnt": 2}
+    grammar = xgr2.Grammar.from_structural_tag(spec)
+    assert accepts(grammar, '{  "a":  1}')
+    assert not accepts(grammar, '{   "a": 1}')
+    compact = xgr2.Grammar.from_structural_tag({**spec, "max_whitespace_cnt": 0})
+    assert accepts(compact, '{"a":1}') and not accepts(compact, '{"a": 1}')
+    assert accepts(xgr2.Grammar.from_structural_tag({**spec, "max_whitespace_cnt": None}), '{ "a" : 1 }')
+
+
+def test_formats_without_a_type_are_read_from_their_fields():
+    spec = {"format": {"begin": "<r>", "content": {"elements": [{"value": "a"}, {"excludes": ["</r>"]}]},
+                       "end": "</r>"}}
+    grammar = xgr2.Grammar.from_structural_tag(spec)
+    assert accepts(grammar, "<r>a free text</r>")
+    assert not accepts(grammar, "<r>b</r>")
+    rules = {"format": {"rules": [["@", {"value": "X"}]], "loop": False}}
+    assert accepts(xgr2.Grammar.from_structural_tag(rules), "text@X")
