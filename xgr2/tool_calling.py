@@ -21,14 +21,16 @@ declared order, any JSON whitespace), through the structural tag's ``json_schema
 A choice naming a tool that is not offered raises :class:`xgr2.ToolCallingError` (a
 ``ValueError``). ``parallel_tool_calls=False`` allows one call at most.
 
-Special tokens: delimiters that are single special tokens in the family's tokenizer
-(``<|tool_call_begin|>``, ``<｜tool▁sep｜>``, ``<|channel|>``, ``[TOOL_CALLS]``, ...)
-are matched by their text here, byte by byte: the engine's structural tags do not take
-token ids yet. A special token matches its text only when the
-:class:`xgr2.TokenizerInfo` lists it as an ordinary token spelled by that text (not in
-``special_token_ids``, which never match grammar text; ``from_huggingface`` puts a
-tokenizer's special added tokens there); otherwise the model must spell the delimiter
-with ordinary tokens. Matching by token id is future work.
+Special tokens: pass the model's ``tokenizer_info=`` and every delimiter that is one of
+its special tokens (``<|tool_call_begin|>``, ``<|channel|>``, ``[TOOL_CALLS]``, ...) is
+matched by that token's id, never by its text (``special_token_ids`` never match grammar
+text; ``from_huggingface`` puts a tokenizer's special added tokens there). A delimiter
+that is a stop token (Harmony's ``<|call|>`` and ``<|return|>`` in gpt-oss) ends the
+output there: the stop token is allowed where the grammar can end. Triggers that are
+special tokens make the free text before a call "any tokens but the trigger"
+(``token_triggered_tags``). Without ``tokenizer_info`` the delimiters are text, as the
+layouts below write them (right for tokenizers that have them as ordinary tokens, or
+none).
 
 >>> import xgr2
 >>> from xgr2 import tool_calling
@@ -51,6 +53,8 @@ from typing import Any, Union
 
 from ._errors import ToolCallingError
 from ._grammar import Grammar
+from ._special_delimiters import with_special_tokens
+from ._tokenizer import TokenizerInfo
 from ._tool_call_parsing import ToolCall, parse_calls
 
 __all__ = [
@@ -414,17 +418,19 @@ FAMILIES: tuple[str, ...] = tuple(_SPECS)
 
 
 def structural_tag(family: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                   parallel_tool_calls: bool = True, reasoning: bool = False) -> dict[str, Any]:
+                   parallel_tool_calls: bool = True, reasoning: bool = False,
+                   tokenizer_info: TokenizerInfo | None = None) -> dict[str, Any]:
     """The structural tag (``{"type": "structural_tag", "format": ...}``) of a preset.
 
     The same JSON that the preset compiles; it can also be sent as a ``response_format``.
 
     Args:
         family: one of :data:`FAMILIES` (the preset function's name).
-        tools, tool_choice, parallel_tool_calls, reasoning: as for the preset.
+        tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info: as for the preset.
 
     Returns:
-        The spec, a JSON-serializable dict.
+        The spec, a JSON-serializable dict (with ``tokenizer_info``, delimiters that are
+        special tokens are ``{"type": "token", "token": ID}`` formats).
 
     Raises:
         ToolCallingError: an unknown family, bad tools or a bad ``tool_choice``.
@@ -434,7 +440,8 @@ def structural_tag(family: str, tools: Sequence[Mapping[str, Any]], tool_choice:
     """
     if family not in _SPECS:
         raise ToolCallingError(f"unknown tool-calling family {family!r}; known: {', '.join(FAMILIES)}")
-    return _SPECS[family](tools, tool_choice, parallel_tool_calls, reasoning)
+    spec = _SPECS[family](tools, tool_choice, parallel_tool_calls, reasoning)
+    return spec if tokenizer_info is None else with_special_tokens(spec, tokenizer_info)
 
 
 # A server sees the same tool list again and again; building its grammar (every tool's
@@ -449,8 +456,9 @@ def _grammar_from_spec_text(text: str) -> Grammar:
 
 
 def _grammar(family: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
-             reasoning: bool) -> Grammar:
-    spec = structural_tag(family, tools, tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning)
+             reasoning: bool, tokenizer_info: TokenizerInfo | None) -> Grammar:
+    spec = structural_tag(family, tools, tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning,
+                          tokenizer_info=tokenizer_info)
     try:
         text = json.dumps(spec, allow_nan=False)  # the text from_structural_tag would make
     except (TypeError, ValueError):  # not JSON: let the front end name the bad field
@@ -464,6 +472,8 @@ _ARGS = """
         tool_choice: see the module docstring.
         parallel_tool_calls: whether more than one call may be made.
         reasoning: {reasoning}
+        tokenizer_info: the model's tokenizer: delimiters that are its special tokens are
+            then matched by token id (see the module docstring).
 
     Returns:
         The grammar of the whole output.
@@ -477,7 +487,8 @@ _THINK_DOC = ("put ``<think>`` free text ``</think>`` first, then any whitespace
 
 
 def llama3_json(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                parallel_tool_calls: bool = True, reasoning: bool = False,
+                tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Llama 3.1 / 3.2 / 3.3 JSON tool calls (Meta's JSON tool-calling prompt; vLLM's
     ``llama3_json`` parser).
 
@@ -486,33 +497,36 @@ def llama3_json(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "a
     several joined by ``"; "``. Free text is empty or starts with a character other
     than ``{`` and whitespace. The optional ``<|python_tag|>`` prefix is not produced.
     """
-    return _grammar("llama3_json", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("llama3_json", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def llama3_function_tag(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                        parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                        parallel_tool_calls: bool = True, reasoning: bool = False,
+                        tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Llama 3.1 custom-function calls: ``<function=NAME>ARGS</function>`` in free text.
 
     Free text runs until the first ``<function=``, which must go on into a call of an
     offered tool; free text resumes after ``</function>`` (unless parallel calls are off,
     then the output ends there).
     """
-    return _grammar("llama3_function_tag", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("llama3_function_tag", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def hermes(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-           parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+           parallel_tool_calls: bool = True, reasoning: bool = False,
+           tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Hermes 2/3, Qwen 2.5 and Qwen3 (non-coder) calls in free text, each exactly
     ``<tool_call>\\n{"name": "NAME", "arguments": ARGS}\\n</tool_call>``.
 
     Free text (between calls, too: the templates put ``\\n``) runs until the first
     ``<tool_call>``, which must go on into a call.
     """
-    return _grammar("hermes", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("hermes", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def qwen3_coder(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                parallel_tool_calls: bool = True, reasoning: bool = False,
+                tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Qwen3-Coder XML-style calls in free text, each exactly::
 
         <tool_call>
@@ -530,41 +544,45 @@ def qwen3_coder(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "a
     contain ``\\n</parameter>\\n``) and JSON (``from_json_schema`` of the property's
     schema) for every other parameter.
     """
-    return _grammar("qwen3_coder", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("qwen3_coder", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def mistral(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+            parallel_tool_calls: bool = True, reasoning: bool = False,
+            tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Mistral 7B v0.3 / Nemo / Small (v3 tokenizer): free text, then possibly
     ``[TOOL_CALLS]`` and, after an optional space, a JSON list
     ``[{"name": "NAME", "arguments": ARGS}, ...]`` (calls joined by ``", "``), which ends
     the output.
     """
-    return _grammar("mistral", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("mistral", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def deepseek_v3(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                parallel_tool_calls: bool = True, reasoning: bool = False,
+                tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """DeepSeek V3 / V3-0324 / R1: free text, then possibly one section that ends the
     output: ``<｜tool▁calls▁begin｜>``, calls joined by ``\\n``, each
     ``<｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\\n```json\\nARGS\\n```<｜tool▁call▁end｜>``,
     then ``<｜tool▁calls▁end｜>``.
     """
-    return _grammar("deepseek_v3", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("deepseek_v3", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def deepseek_v31(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                 parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                 parallel_tool_calls: bool = True, reasoning: bool = False,
+                 tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """DeepSeek V3.1: free text, then possibly one section that ends the output:
     ``<｜tool▁calls▁begin｜>``, calls with nothing between them, each
     ``<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>ARGS<｜tool▁call▁end｜>``, then
     ``<｜tool▁calls▁end｜>``.
     """
-    return _grammar("deepseek_v31", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("deepseek_v31", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def deepseek_v32(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-                 parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+                 parallel_tool_calls: bool = True, reasoning: bool = False,
+                 tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """DeepSeek V3.2 (DSML markup): free text, then possibly one block that ends the
     output::
 
@@ -594,31 +612,34 @@ def deepseek_v32(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "
     ``reasoning``: the model's own template opens ``<think>`` in the prompt; the preset
     expects ``<think>`` in the output like the other families.
     """
-    return _grammar("deepseek_v32", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("deepseek_v32", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def kimi_k2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+            parallel_tool_calls: bool = True, reasoning: bool = False,
+            tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """Kimi K2: free text, then possibly one section that ends the output:
     ``<|tool_calls_section_begin|>``, calls with nothing between them, each
     ``<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>ARGS<|tool_call_end|>``
     (INDEX decimal digits, not checked to count up), then ``<|tool_calls_section_end|>``.
     """
-    return _grammar("kimi_k2", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("kimi_k2", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def glm45(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-          parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+          parallel_tool_calls: bool = True, reasoning: bool = False,
+          tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """GLM-4.5 / 4.6 calls in free text, each exactly
     ``<tool_call>NAME\\n`` then per parameter ``<arg_key>P</arg_key>\\n<arg_value>VALUE</arg_value>\\n``
     then ``</tool_call>``. Parameters and VALUE as in :func:`qwen3_coder` (a string's raw
     text may not contain ``</arg_value>\\n``).
     """
-    return _grammar("glm45", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("glm45", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-               parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+               parallel_tool_calls: bool = True, reasoning: bool = False,
+               tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """MiniMax-M2 / M2.1 / M2.5 XML-style calls: free text, then possibly one block that
     ends the output::
 
@@ -644,11 +665,12 @@ def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "au
     where the readers end a value). MiniMax-M1's JSON-lines ``<tool_calls>`` format is
     not this preset.
     """
-    return _grammar("minimax_m2", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("minimax_m2", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
-            parallel_tool_calls: bool = True, reasoning: bool = False) -> Grammar:
+            parallel_tool_calls: bool = True, reasoning: bool = False,
+            tokenizer_info: TokenizerInfo | None = None) -> Grammar:
     """OpenAI Harmony (gpt-oss), the text generated after the prompt's ``<|start|>assistant``.
 
     With ``reasoning``: ``<|channel|>analysis<|message|>TEXT<|end|><|start|>assistant``
@@ -656,11 +678,11 @@ def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto"
     ``<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>``,
     or the answer, ``<|channel|>final<|message|>TEXT<|return|>`` (``"none"``: only the
     answer; ``"required"``: only a call). A turn ends at its first ``<|call|>``, so
-    ``parallel_tool_calls`` changes nothing. ``<|call|>`` and ``<|return|>`` are part of
-    the grammar's text: with a tokenizer that marks them as stop tokens, put their text
-    in the vocabulary as described in the module docstring.
+    ``parallel_tool_calls`` changes nothing. With ``tokenizer_info`` of gpt-oss, the
+    delimiters are its special tokens and ``<|call|>`` / ``<|return|>``, its stop tokens,
+    end the output (see the module docstring).
     """
-    return _grammar("harmony", tools, tool_choice, parallel_tool_calls, reasoning)
+    return _grammar("harmony", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
 for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, deepseek_v32,
