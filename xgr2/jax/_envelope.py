@@ -68,8 +68,8 @@ def _first_above(cum: jax.Array, target: jax.Array) -> jax.Array:
 def _uniform(bits: jax.Array) -> jax.Array:
     """float32 in ``[0, 1)`` from the top 23 bits of uint32 ``bits`` (the low bits stay free)."""
     mantissa = (bits >> jnp.uint32(9)) | jnp.uint32(0x3F800000)
-    one_to_two: jax.Array = jax.lax.bitcast_convert_type(mantissa, _F32)
-    return one_to_two - _F32(1)
+    unit: jax.Array = jax.lax.bitcast_convert_type(mantissa, _F32) - _F32(1)
+    return unit
 
 
 def sample_by_envelope(
