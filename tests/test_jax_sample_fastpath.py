@@ -1,6 +1,6 @@
-"""The candidate / rejection fast paths of xgr2.jax.greedy and sample (xgr2/jax/_candidates.py).
+"""The fast paths of xgr2.jax.greedy (_candidates.py) and plain sample (_envelope.py).
 
-Cases are built so that the fast path settles the rows (many blocks, finite logits, most
+Cases are built so that the fast paths settle the rows (many blocks, finite logits, most
 mass allowed) or cannot (the allowed tokens far below disallowed ones), and both are checked
 against exact oracles; the path taken is asserted, so a test cannot pass on the fallback alone.
 """
@@ -8,10 +8,11 @@ against exact oracles; the path taken is asserted, so a test cannot pass on the 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from test_jax_sample_exact import chi2, chi2_bound, oracle, pack
 from xgr2.jax import greedy, sample
-from xgr2.jax import _candidates
+from xgr2.jax import _candidates, _envelope
 from xgr2.jax._sampling import _block_size
 
 V = 128 * 40  # 40 blocks: more than the candidate blocks
@@ -36,14 +37,20 @@ def test_greedy_fast_and_fallback_rows_match_argmax():
     assert np.asarray(greedy(logits, pack(allowed))).tolist() == want.tolist()
 
 
-def test_rejection_path_is_exact():
+def _envelope_exact(logits, allowed, inv_temp=1.0, key=3):
+    _, exact = _envelope.sample_by_envelope(
+        jax.random.key(key), jnp.asarray(logits[None]), jnp.asarray(pack(allowed[None])), None,
+        jnp.full((1,), inv_temp, jnp.float32),
+    )
+    return bool(exact[0])
+
+
+@pytest.mark.parametrize("vocab", [V, V + 7])  # V + 7: not a multiple of the sub-block
+def test_envelope_path_is_exact(vocab):
     rng = np.random.default_rng(1)
-    logits = (rng.normal(size=V) * 2).astype(np.float32)
-    allowed = rng.random(V) < 0.6
-    key = jax.random.key(3)
-    xb = _candidates.raw_blocks(jnp.asarray(logits[None]), _block_size(V))
-    _, exact = _candidates.sample_by_rejection(key, xb, _words(allowed[None]), None, jnp.ones(1, jnp.float32))
-    assert bool(exact[0])
+    logits = (rng.normal(size=vocab) * 2).astype(np.float32)
+    allowed = rng.random(vocab) < 0.6
+    assert _envelope_exact(logits, allowed, 1 / 0.8)  # the fast path settles this row
     n = 20000
     keys = jax.random.split(jax.random.key(0), n)
     bitmask = jnp.asarray(pack(allowed))
@@ -53,10 +60,46 @@ def test_rejection_path_is_exact():
     # Compare on the most likely tokens (the rest pooled), where the chi-square has power.
     probs = oracle(logits, allowed, temperature=0.8)
     top = np.argsort(-probs)[:60]
+    counts = np.bincount(tokens, minlength=vocab)
+    c = np.append(counts[top], n - counts[top].sum())
+    p = np.append(probs[top], 1 - probs[top].sum())
+    assert chi2(c, p) < chi2_bound(len(p) - 1)
+    wrong = oracle(logits, np.ones(vocab, bool), temperature=0.8)  # the mask ignored
+    pw = np.append(wrong[top], 1 - wrong[top].sum())
+    assert chi2(c, pw) > chi2_bound(len(p) - 1)
+
+
+def test_envelope_flags_rows_it_cannot_settle():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=V).astype(np.float32)
+    few = np.zeros(V, bool)
+    few[:3] = True
+    logits[:3] -= 20  # the allowed tokens hold ~1e-9 of the mass: no proposal lands there
+    assert not _envelope_exact(logits, few)
+    for bad in (np.nan, np.inf):
+        row = logits.copy()
+        row[100] = bad
+        assert not _envelope_exact(row, np.ones(V, bool))
+
+
+def test_envelope_peaked_rows_exact_distribution():
+    """A few dominant tokens (each sub-block's mass is its maximum): the low-acceptance regime."""
+    rng = np.random.default_rng(4)
+    logits = (rng.normal(size=V) * 1).astype(np.float32)
+    hot = rng.choice(V, 6, replace=False)
+    logits[hot] = 9 + np.arange(6, dtype=np.float32) * 0.3
+    allowed = rng.random(V) < 0.5
+    allowed[hot[::2]] = True
+    allowed[hot[1::2]] = False
+    assert _envelope_exact(logits, allowed)
+    n = 12000
+    keys = jax.random.split(jax.random.key(5), n)
+    bitmask = jnp.asarray(pack(allowed))
+    tokens = np.asarray(jax.jit(jax.vmap(lambda k: sample(k, jnp.asarray(logits), bitmask)))(keys))
+    assert allowed[tokens].all()
+    probs = oracle(logits, allowed)
+    top = np.argsort(-probs)[:10]
     counts = np.bincount(tokens, minlength=V)
     c = np.append(counts[top], n - counts[top].sum())
     p = np.append(probs[top], 1 - probs[top].sum())
     assert chi2(c, p) < chi2_bound(len(p) - 1)
-    wrong = oracle(logits, np.ones(V, bool), temperature=0.8)  # the mask ignored
-    pw = np.append(wrong[top], 1 - wrong[top].sum())
-    assert chi2(c, pw) > chi2_bound(len(p) - 1)

@@ -8,9 +8,7 @@ only full passes here read the *raw* logits, and the mask is applied to a few bl
   the largest raw maxima are masked exactly; if their best allowed value is strictly above
   the ``(K+1)``-th raw block maximum, no other block can hold a value as large (nor a tie),
   so it is the masked argmax. Otherwise the row is flagged for the exact full path.
-* sampling: ``R`` proposals are drawn from the *unmasked* tempered distribution (inverse CDF
-  over raw block sums, then one block); the first allowed proposal is exact rejection
-  sampling of the masked distribution. Rows with no allowed proposal are flagged.
+* sampling: see ``_envelope`` (rejection from sub-block maxima).
 
 Callers run the exact full path (under ``lax.cond``) only when some row is flagged, with a
 key independent of the proposals', so the result stays exactly distributed.
@@ -27,9 +25,6 @@ _NEG_INF = float("-inf")
 # Candidate blocks for greedy (of 128 tokens): enough that a dense mask almost never
 # needs the full path, few enough that masking them is cheap.
 CANDIDATE_BLOCKS = 16
-# Proposals per row for rejection sampling: a row whose allowed tokens hold a fraction q of
-# the unmasked mass falls back with probability (1 - q) ** PROPOSALS.
-PROPOSALS = 32
 _LANES = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32)).view(np.int32)
 
 
@@ -98,7 +93,7 @@ def greedy_candidates(
     return tokens.astype(jnp.int32), best, exact
 
 
-def _search(cum: jax.Array, weight: jax.Array, target: jax.Array) -> jax.Array:
+def search_sorted(cum: jax.Array, weight: jax.Array, target: jax.Array) -> jax.Array:
     """Per row of ``cum [..., n]`` (non-decreasing sums of ``weight >= 0``), the first index
     with ``cum > target [..., R]``: never a zero-weight entry (its ``cum`` equals the one
     before). Past the end (rounding), the last positive entry. A binary search: a linear
@@ -110,40 +105,3 @@ def _search(cum: jax.Array, weight: jax.Array, target: jax.Array) -> jax.Array:
     ).reshape(target.shape)
     last = n - 1 - jnp.argmax(weight[..., ::-1] > 0, axis=-1)
     return jnp.where(found < n, found, last[..., None]).astype(jnp.int32)
-
-
-def sample_by_rejection(
-    key: jax.Array,
-    xb: jax.Array,
-    words: jax.Array,
-    constrained: jax.Array | None,
-    inv_temp: jax.Array,
-) -> tuple[jax.Array, jax.Array]:
-    """``(tokens [B], exact [B])``: the first allowed of ``PROPOSALS`` draws from the raw
-    tempered distribution ``softmax(x / T)`` (see the module doc)."""
-    batch, nb, c = xb.shape
-    row_max = jnp.max(jnp.max(xb, axis=2), axis=1).astype(_F32)
-    finite = jnp.isfinite(row_max)
-    m = jnp.where(finite, row_max, _F32(0))
-
-    def weights(values: jax.Array) -> jax.Array:
-        return jnp.exp((values.astype(_F32) - m[:, None, None]) * inv_temp[:, None, None])
-
-    block_mass = jnp.sum(weights(xb), axis=2)  # plain reduction; NaN logits make it NaN
-    cum = jnp.cumsum(block_mass, axis=1)
-    total = cum[:, -1]
-    ok = finite & jnp.isfinite(total) & (total > 0)
-    u = jax.random.uniform(key, (batch, PROPOSALS), _F32)
-    target = u * total[:, None]  # [B, R]
-    block = _search(cum, block_mass, target)  # [B, R]
-    before = jnp.take_along_axis(cum - block_mass, block, axis=1)
-    w = weights(jnp.take_along_axis(xb, block[:, :, None], axis=1))  # [B, R, C]
-    inner = _search(jnp.cumsum(w, axis=2), w, (target - before)[:, :, None])[:, :, 0]
-    tokens = block * c + inner
-    word = jnp.take_along_axis(words.reshape(batch, -1), tokens // 32, axis=1)
-    allowed = (jax.lax.shift_right_logical(word, tokens % 32) & 1) == 1
-    if constrained is not None:
-        allowed = allowed | ~constrained[:, None]
-    first = jnp.argmax(allowed, axis=1)
-    token = jnp.take_along_axis(tokens, first[:, None], axis=1)[:, 0]
-    return token, ok & jnp.any(allowed, axis=1)

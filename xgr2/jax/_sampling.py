@@ -36,7 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, sample_by_rejection
+from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks
+from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 
 __all__ = ["greedy", "sample"]
@@ -359,19 +360,19 @@ def _sample(
     # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
     # they cannot settle (see _candidates).
     batch, vocab = logits.shape
-    c = _block_size(vocab)
-    xb = raw_blocks(logits, c)
-    words = block_words(bitmask, batch, vocab, c)
     sampling = temperature > 0
     none = (jnp.full((batch,), -1, jnp.int32), jnp.zeros((batch,), jnp.bool_))
 
     def greedy_rows(_: None) -> tuple[jax.Array, jax.Array]:
-        tokens, _best, exact = greedy_candidates(xb, words, constrained, vocab)
+        c = _block_size(vocab)
+        words = block_words(bitmask, batch, vocab, c)
+        tokens, _best, exact = greedy_candidates(raw_blocks(logits, c), words, constrained, vocab)
         return tokens, exact
 
     def sampled_rows(_: None) -> tuple[jax.Array, jax.Array]:
         inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
-        return sample_by_rejection(jax.random.fold_in(key, 0x5EED), xb, words, constrained, inv_temp)
+        mask = jnp.broadcast_to(bitmask, (batch, bitmask.shape[-1]))
+        return sample_by_envelope(jax.random.fold_in(key, 0x5EED), logits, mask, constrained, inv_temp)
 
     g_tokens, g_exact = jax.lax.cond(jnp.any(~sampling), greedy_rows, lambda _: none, None)
     s_tokens, s_exact = jax.lax.cond(jnp.any(sampling), sampled_rows, lambda _: none, None)
