@@ -6,6 +6,7 @@
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
+#include "frontends/schema_cache.h"
 #include "frontends/regex.h"
 #include "frontends/xml_parameters.h"
 #include "grammar/repetition.h"
@@ -292,7 +293,7 @@ class Converter {
     options.max_whitespace = max_whitespace;
     JsonSchemaGrammar g;
     try {
-      g = JsonSchemaToGrammar(text, options);
+      g = CachedJsonSchemaToGrammar(text, options);
     } catch (const SchemaError& e) {
       Fail(std::string("invalid JSON Schema: ") + e.what(), schema_path + e.pointer);
     }

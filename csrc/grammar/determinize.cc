@@ -1,6 +1,7 @@
 #include "grammar/determinize.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -192,10 +193,20 @@ SharedDfas& TheSharedDfas() {
   return *shared;
 }
 
-template <class T>
-void Put(std::string* key, T value) {
-  key->append(reinterpret_cast<const char*>(&value), sizeof(value));
-}
+// Writes the key in place, a word at a time (appending word by word cost more than
+// the lookup: this runs for every rule of every grammar built).
+class KeyWriter {
+ public:
+  KeyWriter(std::string* key, size_t words) : key_(key) { key_->resize(words * sizeof(int32_t)), p_ = key_->data(); }
+  void Put(int32_t v) {
+    std::memcpy(p_, &v, sizeof(v));
+    p_ += sizeof(v);
+  }
+
+ private:
+  std::string* key_;
+  char* p_;
+};
 
 }  // namespace
 
@@ -210,15 +221,14 @@ RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, cons
     return static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
   };
   std::string key;
-  key.reserve(16 + 4 * nfa.begin.size() + 12 * nfa.edges.size());
-  Put(&key, start);
-  Put(&key, nfa_final);
-  for (int32_t b : nfa.begin) Put(&key, b);
+  KeyWriter w(&key, 2 + nfa.begin.size() + 3 * nfa.edges.size());
+  w.Put(start);
+  w.Put(nfa_final);
+  for (int32_t b : nfa.begin) w.Put(b);
   for (const NfaEdge& e : nfa.edges) {
-    Put(&key, e.lo);
-    Put(&key, e.hi);
-    Put(&key, e.rule >= 0 ? rank(e.rule) : e.rule);
-    Put(&key, e.target);
+    w.Put(e.lo << 8 | e.hi);
+    w.Put(e.rule >= 0 ? rank(e.rule) : e.rule);
+    w.Put(e.target);
   }
   SharedDfas& shared = TheSharedDfas();
   std::shared_ptr<const RuleDfa> found;

@@ -113,7 +113,7 @@ class NfaBuilder {
     const std::vector<CodepointRange> ranges = e.negated ? ComplementRanges(e.ranges) : e.ranges;
     int32_t end = NewNode();
     for (auto r : ranges) {
-      for (const ByteRangeSeq& seq : Utf8RangeSequences(r.lo, r.hi)) {
+      for (const ByteRangeSeq& seq : CachedUtf8RangeSequences(r.lo, r.hi)) {
         int32_t cur = from;
         for (int i = 0; i < seq.len; ++i) {
           int32_t next = i + 1 == seq.len ? end : NewNode();

@@ -1,5 +1,7 @@
 #include "support/utf8.h"
 
+#include <unordered_map>
+
 namespace xgr2 {
 
 void AppendUtf8(uint32_t cp, std::string* out) {
@@ -146,6 +148,15 @@ size_t CompleteUtf8Prefix(const std::string& b) {
   uint8_t lead = static_cast<uint8_t>(b[i - 1]);
   size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
   return (n - (i - 1)) < need ? i - 1 : n;
+}
+
+const std::vector<ByteRangeSeq>& CachedUtf8RangeSequences(uint32_t lo, uint32_t hi) {
+  thread_local std::unordered_map<uint64_t, std::vector<ByteRangeSeq>> memo;
+  uint64_t key = uint64_t{lo} << 32 | hi;
+  auto it = memo.find(key);
+  if (it != memo.end()) return it->second;
+  if (memo.size() >= 4096) memo.clear();  // bounded; entries are cheap to remake
+  return memo.emplace(key, Utf8RangeSequences(lo, hi)).first->second;
 }
 
 }  // namespace xgr2

@@ -35,5 +35,8 @@ struct ByteRangeSeq {
 // Splits the code point range [lo, hi] (surrogates excluded) into byte-range
 // sequences whose concatenated languages are exactly the UTF-8 encodings.
 std::vector<ByteRangeSeq> Utf8RangeSequences(uint32_t lo, uint32_t hi);
+// The same, memoized on this thread (grammars repeat the same classes: a JSON string's
+// content in every schema). Valid until this thread's next call.
+const std::vector<ByteRangeSeq>& CachedUtf8RangeSequences(uint32_t lo, uint32_t hi);
 
 }  // namespace xgr2
