@@ -184,8 +184,20 @@ namespace {
 
 struct SharedDfas {
   std::mutex mu;
-  std::unordered_map<std::string, std::shared_ptr<const RuleDfa>> by_nfa;
+  std::unordered_map<std::string, std::shared_ptr<const RuleDfa>> by_nfa, by_ir;
   size_t edges = 0;
+
+  // Keeps `dfa` (ranked) under `key`; starts over past kMaxSharedDfaEdges. Locked.
+  void Insert(std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>* map, std::string key,
+              std::shared_ptr<const RuleDfa> dfa) {
+    if (edges + dfa->edges.size() > kMaxSharedDfaEdges) {
+      by_nfa.clear();
+      by_ir.clear();
+      edges = 0;
+    }
+    size_t added = dfa->edges.size();
+    if (map->emplace(std::move(key), std::move(dfa)).second) edges += added;
+  }
 };
 
 SharedDfas& TheSharedDfas() {
@@ -250,12 +262,34 @@ RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, cons
     if (e.rule >= 0) e.rule = rank(e.rule);
   }
   std::lock_guard<std::mutex> lock(shared.mu);
-  if (shared.edges + ranked->edges.size() > kMaxSharedDfaEdges) {
-    shared.by_nfa.clear();
-    shared.edges = 0;
-  }
-  if (shared.by_nfa.emplace(std::move(key), std::move(ranked)).second) shared.edges += dfa.edges.size();
+  shared.Insert(&shared.by_nfa, std::move(key), std::move(ranked));
   return dfa;
+}
+
+bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out) {
+  SharedDfas& shared = TheSharedDfas();
+  std::shared_ptr<const RuleDfa> found;
+  {
+    std::lock_guard<std::mutex> lock(shared.mu);
+    auto it = shared.by_ir.find(ir_key);
+    if (it == shared.by_ir.end()) return false;
+    found = it->second;
+  }
+  *out = *found;
+  for (FsmEdge& e : out->edges) {
+    if (e.rule >= 0) e.rule = rules[e.rule];
+  }
+  return true;
+}
+
+void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa) {
+  auto ranked = std::make_shared<RuleDfa>(dfa);
+  for (FsmEdge& e : ranked->edges) {
+    if (e.rule >= 0) e.rule = static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), e.rule) - rules.begin());
+  }
+  SharedDfas& shared = TheSharedDfas();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  shared.Insert(&shared.by_ir, ir_key, std::move(ranked));
 }
 
 }  // namespace xgr2

@@ -46,4 +46,10 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
 constexpr size_t kMaxSharedDfaEdges = size_t{1} << 20;
 RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
 
+// The same store by a key of the rule's grammar IR, which is cheaper to make than its
+// NFA (fsm_builder.cc writes it): a rule seen before needs no NFA at all. Rule edges
+// are stored by rank among the referenced rules (`rules`, ascending), as above.
+bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out);
+void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa);
+
 }  // namespace xgr2

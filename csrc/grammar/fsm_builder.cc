@@ -276,20 +276,108 @@ bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok) {
 
 }  // namespace
 
+namespace {
+
+// A key of the automaton a rule's body builds (FindSharedDfa): the expression tree with
+// inlined rules expanded in place (as NfaBuilder copies them) and every other rule
+// named by the order of its first reference, then the rank of each referenced rule
+// among them by id (the subset construction orders rule edges by id). Equal keys build
+// equal automata, whatever the rules are called or numbered. `rules` gets the
+// referenced rules, ascending.
+class IrKeyWriter {
+ public:
+  IrKeyWriter(const GrammarIR& g, const std::vector<uint8_t>& inlined) : g_(g), inlined_(inlined) {}
+
+  std::string Key(int32_t body, std::vector<int32_t>* rules) {
+    words_.clear();
+    refs_.clear();
+    Write(body);
+    *rules = refs_;
+    std::sort(rules->begin(), rules->end());
+    for (int32_t r : refs_) Put(static_cast<int32_t>(std::lower_bound(rules->begin(), rules->end(), r) - rules->begin()));
+    return std::string(reinterpret_cast<const char*>(words_.data()), words_.size() * sizeof(int32_t));
+  }
+
+ private:
+  void Put(int32_t v) { words_.push_back(v); }
+  void PutString(const std::string& s) {  // a word per byte: simple, and literals are short
+    Put(static_cast<int32_t>(s.size()));
+    for (char c : s) Put(static_cast<uint8_t>(c));
+  }
+  void PutRanges(const Expr& e) {
+    Put(e.negated);
+    Put(static_cast<int32_t>(e.ranges.size()));
+    for (CodepointRange r : e.ranges) Put(static_cast<int32_t>(r.lo)), Put(static_cast<int32_t>(r.hi));
+  }
+
+  void Write(int32_t id) {
+    const Expr& e = g_.exprs[id];
+    Put(static_cast<int32_t>(e.kind));
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        return;
+      case ExprKind::kBytes:
+        return PutString(e.bytes);
+      case ExprKind::kCharClass:
+      case ExprKind::kToken:
+        return PutRanges(e);
+      case ExprKind::kRuleRef: {
+        if (inlined_[e.rule]) return Write(g_.rules[e.rule].body);
+        auto it = std::find(refs_.begin(), refs_.end(), e.rule);
+        Put(static_cast<int32_t>(it - refs_.begin()));
+        if (it == refs_.end()) refs_.push_back(e.rule);
+        return;
+      }
+      case ExprKind::kRepeat:
+        Put(e.min), Put(e.max);
+        break;
+      case ExprKind::kTagDispatch: {
+        const TagDispatchSpec& d = *e.dispatch;
+        for (const auto* list : {&d.tags, &d.stop_strs, &d.excludes}) {
+          Put(static_cast<int32_t>(list->size()));
+          for (const std::string& s : *list) PutString(s);
+        }
+        Put(d.stop_eos << 2 | d.loop_after_dispatch << 1 | d.at_least_one);
+        break;
+      }
+      case ExprKind::kSequence:
+      case ExprKind::kChoice:
+        break;
+    }
+    Put(static_cast<int32_t>(e.children.size()));
+    for (int32_t c : e.children) Write(c);
+  }
+
+  const GrammarIR& g_;
+  const std::vector<uint8_t>& inlined_;
+  std::vector<int32_t> words_;  // the key being written
+  std::vector<int32_t> refs_;   // referenced rules, in order of first reference
+};
+
+}  // namespace
+
 GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   int32_t num_rules = static_cast<int32_t>(g.rules.size());
   int64_t budget = GrammarLimits::kMaxNfaNodes;
   std::vector<RuleDfa> dfas;
   std::vector<uint8_t> inlined = InlinableRules(g);
+  IrKeyWriter ir_keys(g, inlined);
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) {  // copied into every caller: its own automaton is never entered
       dfas.push_back(RuleDfa{{0}, {0, 0}, {}});
       continue;
     }
-    NfaBuilder nb(g, inlined, &budget);
-    int32_t start = nb.NewNode();
-    int32_t end = nb.Build(g.rules[r].body, start);
-    dfas.push_back(DeterminizeShared(nb.Take(), start, end, g.rules[r].name));
+    std::vector<int32_t> rules;
+    std::string key = ir_keys.Key(g.rules[r].body, &rules);
+    RuleDfa dfa;
+    if (!FindSharedDfa(key, rules, &dfa)) {  // seen before: no NFA needed
+      NfaBuilder nb(g, inlined, &budget);
+      int32_t start = nb.NewNode();
+      int32_t end = nb.Build(g.rules[r].body, start);
+      dfa = DeterminizeShared(nb.Take(), start, end, g.rules[r].name);
+      StoreSharedDfa(key, rules, dfa);
+    }
+    dfas.push_back(std::move(dfa));
   }
 
   // Rules that reference each rule, for worklist fixpoints.
