@@ -39,6 +39,7 @@ from jax.typing import ArrayLike
 from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
+from xgr2.jax._truncated import MAX_K, sample_truncated
 
 __all__ = ["greedy", "sample"]
 
@@ -355,6 +356,12 @@ def _sample(
     has_k: bool,
 ) -> jax.Array:
     k = top_k if has_k else None
+    if top_p is None and (k is not None or min_p is not None) and (k is None or (k_bound or MAX_K + 1) <= MAX_K):
+        # top-k / min-p: candidate blocks, the full path for the rows they cannot certify.
+        tokens, exact = sample_truncated(
+            jax.random.fold_in(key, 0x7C), logits, bitmask, constrained, temperature, k, min_p, k_bound=k_bound
+        )
+        return _settle(tokens, exact, key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
     if k is not None or top_p is not None or min_p is not None:
         return _full_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
     # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
@@ -378,9 +385,27 @@ def _sample(
     s_tokens, s_exact = jax.lax.cond(jnp.any(sampling), sampled_rows, lambda _: none, None)
     tokens = jnp.where(sampling, s_tokens, g_tokens)
     exact = jnp.where(sampling, s_exact, g_exact)
+    return _settle(tokens, exact, key, logits, bitmask, temperature, None, None, None, constrained, None)
+
+
+def _settle(
+    tokens: jax.Array,
+    exact: jax.Array,
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    k_bound: int | None,
+) -> jax.Array:
+    """A fast path's ``tokens`` where ``exact``, else the full path's (run only when some row
+    needs it; ``key`` must be independent of the fast path's, so the result stays exact)."""
 
     def full(_: None) -> jax.Array:
-        slow = _full_sample(key, logits, bitmask, temperature, None, None, None, constrained, None)
+        slow = _full_sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained, k_bound)
         return jnp.where(exact, tokens, slow)
 
     result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
