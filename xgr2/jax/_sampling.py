@@ -402,14 +402,41 @@ def _settle(
     k_bound: int | None,
 ) -> jax.Array:
     """A fast path's ``tokens`` where ``exact``, else the full path's (run only when some row
-    needs it; ``key`` must be independent of the fast path's, so the result stays exact)."""
+    needs it; ``key`` must be independent of the fast path's, so the result stays exact).
+
+    When at most ``_fallback_rows(B)`` rows need it, only those rows are gathered and redone:
+    a rare uncertified row then costs one row's full path, not the whole batch's.
+    """
+    batch = logits.shape[0]
+    rows = _fallback_rows(batch)
 
     def full(_: None) -> jax.Array:
         slow = _full_sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained, k_bound)
         return jnp.where(exact, tokens, slow)
 
-    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
-    return result
+    def few(_: None) -> jax.Array:
+        (idx,) = jnp.nonzero(~exact, size=rows, fill_value=0)
+        pick = None if constrained is None else constrained[idx]
+        mask = jnp.broadcast_to(bitmask, (batch, bitmask.shape[-1]))[idx]
+        k, p, m = (None if a is None else a[idx] for a in (top_k, top_p, min_p))
+        slow = _full_sample(key, logits[idx], mask, temperature[idx], k, p, m, pick, k_bound)
+        out = tokens
+        for r in range(rows):  # unused slots repeat row 0, which the where leaves alone if exact
+            out = jnp.where((jnp.arange(batch) == idx[r]) & ~exact, slow[r], out)
+        return out
+
+    if rows >= batch:
+        result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+        return result
+    bad = jnp.sum((~exact).astype(jnp.int32))
+    branch = jnp.where(bad == 0, 0, jnp.where(bad <= rows, 1, 2))
+    settled: jax.Array = jax.lax.switch(branch, [lambda _: tokens, few, full], None)
+    return settled
+
+
+def _fallback_rows(batch: int) -> int:
+    """Rows the gathered fallback of :func:`_settle` redoes (a static size)."""
+    return max(1, batch // 16)
 
 
 @jax.jit
