@@ -49,6 +49,14 @@ def block_words(bitmask: jax.Array, batch: int, vocab: int, c: int) -> jax.Array
     return mask.reshape(batch, nb, c // 32)
 
 
+def top_values(x: jax.Array, k: int) -> jax.Array:
+    """``lax.top_k(x, k)[0]`` with both outputs kept live: XLA CPU turns a values-only TopK
+    of a single row into a full sort (10x slower)."""
+    values, _ = jax.lax.optimization_barrier(jax.lax.top_k(x, k))  # type: ignore[no-untyped-call]  # unannotated in jax
+    out: jax.Array = values
+    return out
+
+
 def _unpack_words(words: jax.Array) -> jax.Array:
     """int32 ``[..., n]`` -> bool ``[..., 32 n]`` (bit ``j`` of word ``i`` is entry ``32 i + j``)."""
     lanes = jnp.asarray(_LANES).reshape((1,) * words.ndim + (32,))

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks
+from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, top_values
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 from xgr2.jax._truncated import MAX_K, sample_truncated
@@ -183,11 +183,11 @@ def _kth_largest_blocks(xb: jax.Array, block_max: jax.Array, top_k: jax.Array, b
     """
     batch, nb, c = xb.shape
     if bound >= nb or bound * c >= nb * c // 2:  # few blocks: select on the whole row
-        values = jax.lax.top_k(xb.reshape(batch, nb * c), min(bound, nb * c))[0]
+        values = top_values(xb.reshape(batch, nb * c), min(bound, nb * c))
     else:
         _, blocks = jax.lax.top_k(block_max, bound)
         cand = jnp.take_along_axis(xb, blocks[:, :, None], axis=1)
-        values = jax.lax.top_k(cand.reshape(batch, bound * c), bound)[0]
+        values = top_values(cand.reshape(batch, bound * c), bound)
     k = jnp.clip(top_k, 1, values.shape[1]) - 1
     return jnp.take_along_axis(values, k[:, None], axis=1)[:, 0]
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from xgr2.jax._candidates import allowed_in, block_words, raw_blocks
+from xgr2.jax._candidates import allowed_in, block_words, raw_blocks, top_values
 from xgr2.jax._envelope import cumsum_by_matmul, first_above
 
 _F32 = jnp.float32
@@ -91,7 +91,7 @@ def sample_truncated(
     fits = jnp.zeros((batch,), jnp.bool_)  # the kept set provably inside the candidates
     if top_k is not None:
         flat = xm.reshape(batch, k * WIDTH)
-        largest = jax.lax.top_k(flat, min(k_bound or 1, k * WIDTH))[0]
+        largest = top_values(flat, min(k_bound or 1, k * WIDTH))
         kth = jnp.clip(top_k, 1, largest.shape[1]) - 1
         tau = jnp.take_along_axis(largest, kth[:, None], axis=1)[:, 0]
         active = top_k >= 1
