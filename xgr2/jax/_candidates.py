@@ -49,6 +49,14 @@ def block_words(bitmask: jax.Array, batch: int, vocab: int, c: int) -> jax.Array
     return mask.reshape(batch, nb, c // 32)
 
 
+def top_values(x: jax.Array, k: int) -> jax.Array:
+    """``lax.top_k(x, k)[0]`` with both outputs kept live: XLA CPU turns a values-only TopK
+    of a single row into a full sort (10x slower)."""
+    values, _ = jax.lax.optimization_barrier(jax.lax.top_k(x, k))  # type: ignore[no-untyped-call]  # unannotated in jax
+    out: jax.Array = values
+    return out
+
+
 def _unpack_words(words: jax.Array) -> jax.Array:
     """int32 ``[..., n]`` -> bool ``[..., 32 n]`` (bit ``j`` of word ``i`` is entry ``32 i + j``)."""
     lanes = jnp.asarray(_LANES).reshape((1,) * words.ndim + (32,))
@@ -56,7 +64,7 @@ def _unpack_words(words: jax.Array) -> jax.Array:
     return bits.reshape(words.shape[:-1] + (words.shape[-1] * 32,))
 
 
-def _allowed_in(words: jax.Array, blocks: jax.Array, constrained: jax.Array | None) -> jax.Array:
+def allowed_in(words: jax.Array, blocks: jax.Array, constrained: jax.Array | None) -> jax.Array:
     """bool ``[B, K, C]``: allowed tokens of the chosen ``blocks [B, K]``."""
     chosen = jnp.take_along_axis(words, blocks[:, :, None], axis=1)
     allowed = _unpack_words(chosen)
@@ -84,7 +92,7 @@ def greedy_candidates(
     chosen = jnp.any(jax.lax.broadcasted_iota(jnp.int32, (1, nb, 1), 1) == blocks[:, None, :], axis=2)
     outside = jnp.max(jnp.where(chosen, _F32(_NEG_INF), block_max), axis=1)
     values = jnp.take_along_axis(xb, blocks[:, :, None], axis=1).astype(_F32)  # [B, K, C]
-    allowed = _allowed_in(words, blocks, constrained)
+    allowed = allowed_in(words, blocks, constrained)
     xm = jnp.where(allowed & ~jnp.isnan(values), values, _F32(_NEG_INF))
     best = jnp.max(xm, axis=(1, 2))
     ids = blocks[:, :, None] * c + jax.lax.broadcasted_iota(jnp.int32, (1, 1, c), 2)

@@ -48,7 +48,7 @@ def _group_size(n: int) -> int:
     return g
 
 
-def _cumsum(values: jax.Array) -> jax.Array:
+def cumsum_by_matmul(values: jax.Array) -> jax.Array:
     """Inclusive cumsum over the last axis as one matmul with a triangular matrix: XLA CPU
     runs ``jnp.cumsum`` as a quadratic reduce_window and an associative scan as dozens of
     small ops, each with a fixed cost that dominates at these sizes."""
@@ -58,7 +58,7 @@ def _cumsum(values: jax.Array) -> jax.Array:
     return out
 
 
-def _first_above(cum: jax.Array, target: jax.Array) -> jax.Array:
+def first_above(cum: jax.Array, target: jax.Array) -> jax.Array:
     """Index of the first ``cum [..., n] > target [...]`` (``cum`` non-decreasing), clamped to
     ``n - 1``: one compare-and-count op (a binary search is a dozen ops)."""
     count = jnp.sum((cum <= target[..., None]).astype(_F32), axis=-1).astype(jnp.int32)
@@ -109,7 +109,7 @@ def sample_by_envelope(
         return jnp.exp((values - m.reshape(shape)) * inv_temp.reshape(shape))
 
     group_mass = jnp.sum(envelope(padded), axis=2)  # [B, groups]
-    cum = _cumsum(group_mass)
+    cum = cumsum_by_matmul(group_mass)
     total = cum[:, -1]
     ok &= total > 0
     # Two random words per proposal (threefry's cost on CPU grows with the count): the
@@ -120,10 +120,10 @@ def sample_by_envelope(
     lane = (bits[:, :, 1] & jnp.uint32(s - 1)).astype(jnp.int32)
     u_keep = _uniform(bits[:, :, 1])
     target = u_pick * total[:, None]  # [B, R]
-    group = _first_above(cum[:, None, :], target)  # [B, R]
+    group = first_above(cum[:, None, :], target)  # [B, R]
     before = jnp.take_along_axis(cum - group_mass, group, axis=1)
     members = jnp.take_along_axis(padded, group[:, :, None], axis=1)  # [B, R, width]
-    inner = _first_above(_cumsum(envelope(members)), target - before)
+    inner = first_above(cumsum_by_matmul(envelope(members)), target - before)
     # Rounding may land on a zero-mass sub-block; its acceptance below is then 0.
     j = jnp.minimum(group * width + inner, n - 1)
     tokens = lane * n + j

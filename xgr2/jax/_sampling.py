@@ -36,9 +36,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks
+from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, top_values
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
+from xgr2.jax._truncated import MAX_K, sample_truncated
 
 __all__ = ["greedy", "sample"]
 
@@ -182,11 +183,11 @@ def _kth_largest_blocks(xb: jax.Array, block_max: jax.Array, top_k: jax.Array, b
     """
     batch, nb, c = xb.shape
     if bound >= nb or bound * c >= nb * c // 2:  # few blocks: select on the whole row
-        values = jax.lax.top_k(xb.reshape(batch, nb * c), min(bound, nb * c))[0]
+        values = top_values(xb.reshape(batch, nb * c), min(bound, nb * c))
     else:
         _, blocks = jax.lax.top_k(block_max, bound)
         cand = jnp.take_along_axis(xb, blocks[:, :, None], axis=1)
-        values = jax.lax.top_k(cand.reshape(batch, bound * c), bound)[0]
+        values = top_values(cand.reshape(batch, bound * c), bound)
     k = jnp.clip(top_k, 1, values.shape[1]) - 1
     return jnp.take_along_axis(values, k[:, None], axis=1)[:, 0]
 
@@ -355,6 +356,12 @@ def _sample(
     has_k: bool,
 ) -> jax.Array:
     k = top_k if has_k else None
+    if top_p is None and (k is not None or min_p is not None) and (k is None or (k_bound or MAX_K + 1) <= MAX_K):
+        # top-k / min-p: candidate blocks, the full path for the rows they cannot certify.
+        tokens, exact = sample_truncated(
+            jax.random.fold_in(key, 0x7C), logits, bitmask, constrained, temperature, k, min_p, k_bound=k_bound
+        )
+        return _settle(tokens, exact, key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
     if k is not None or top_p is not None or min_p is not None:
         return _full_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
     # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
@@ -378,13 +385,58 @@ def _sample(
     s_tokens, s_exact = jax.lax.cond(jnp.any(sampling), sampled_rows, lambda _: none, None)
     tokens = jnp.where(sampling, s_tokens, g_tokens)
     exact = jnp.where(sampling, s_exact, g_exact)
+    return _settle(tokens, exact, key, logits, bitmask, temperature, None, None, None, constrained, None)
+
+
+def _settle(
+    tokens: jax.Array,
+    exact: jax.Array,
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    top_k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    k_bound: int | None,
+) -> jax.Array:
+    """A fast path's ``tokens`` where ``exact``, else the full path's (run only when some row
+    needs it; ``key`` must be independent of the fast path's, so the result stays exact).
+
+    When at most ``_fallback_rows(B)`` rows need it, only those rows are gathered and redone:
+    a rare uncertified row then costs one row's full path, not the whole batch's.
+    """
+    batch = logits.shape[0]
+    rows = _fallback_rows(batch)
 
     def full(_: None) -> jax.Array:
-        slow = _full_sample(key, logits, bitmask, temperature, None, None, None, constrained, None)
+        slow = _full_sample(key, logits, bitmask, temperature, top_k, top_p, min_p, constrained, k_bound)
         return jnp.where(exact, tokens, slow)
 
-    result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
-    return result
+    def few(_: None) -> jax.Array:
+        (idx,) = jnp.nonzero(~exact, size=rows, fill_value=0)
+        pick = None if constrained is None else constrained[idx]
+        mask = jnp.broadcast_to(bitmask, (batch, bitmask.shape[-1]))[idx]
+        k, p, m = (None if a is None else a[idx] for a in (top_k, top_p, min_p))
+        slow = _full_sample(key, logits[idx], mask, temperature[idx], k, p, m, pick, k_bound)
+        out = tokens
+        for r in range(rows):  # unused slots repeat row 0, which the where leaves alone if exact
+            out = jnp.where((jnp.arange(batch) == idx[r]) & ~exact, slow[r], out)
+        return out
+
+    if rows >= batch:
+        result: jax.Array = jax.lax.cond(jnp.all(exact), lambda _: tokens, full, None)
+        return result
+    bad = jnp.sum((~exact).astype(jnp.int32))
+    branch = jnp.where(bad == 0, 0, jnp.where(bad <= rows, 1, 2))
+    settled: jax.Array = jax.lax.switch(branch, [lambda _: tokens, few, full], None)
+    return settled
+
+
+def _fallback_rows(batch: int) -> int:
+    """Rows the gathered fallback of :func:`_settle` redoes (a static size)."""
+    return max(1, batch // 16)
 
 
 @jax.jit
