@@ -50,10 +50,10 @@ def block_words(bitmask: jax.Array, batch: int, vocab: int, c: int) -> jax.Array
 
 
 def top_values(x: jax.Array, k: int) -> jax.Array:
-    """``lax.top_k(x, k)[0]`` with both outputs kept live: XLA CPU turns a values-only TopK
-    of a single row into a full sort (10x slower)."""
-    values, _ = jax.lax.optimization_barrier(jax.lax.top_k(x, k))  # type: ignore[no-untyped-call]  # unannotated in jax
-    out: jax.Array = values
+    """``lax.top_k(x, k)[0]``. (Keeping the indices live through an optimization barrier,
+    to stop XLA CPU from rewriting some values-only TopKs into a sort, crashes XLA's TopK
+    decomposer under SPMD sharding: do not.)"""
+    out: jax.Array = jax.lax.top_k(x, k)[0]
     return out
 
 
