@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
@@ -255,12 +254,9 @@ class Converter {
     if (!tok_) {
       Fail("the token \"" + v.text + "\" is given by its text: pass the tokenizer to resolve it, or give its id", path);
     }
-    if (ids_by_text_.empty()) {  // built once per spec: specs may name many tokens
-      for (int32_t id = tok_->tokenizer_size() - 1; id >= 0; --id) ids_by_text_[tok_->decoded(id)] = id;
-    }
-    auto it = ids_by_text_.find(v.text);
-    if (it == ids_by_text_.end()) Fail("no token of the tokenizer is the text \"" + v.text + "\"", path);
-    return it->second;
+    int32_t id = tok_->IdOfText(v.text);
+    if (id < 0) Fail("no token of the tokenizer is the text \"" + v.text + "\"", path);
+    return id;
   }
 
   // The "token" field of a token format object ({"type": "token", "token": ...}).
@@ -547,7 +543,6 @@ class Converter {
 
   IrBuilder b_;
   const TokenizerInfo* tok_;
-  std::unordered_map<std::string, int32_t> ids_by_text_;  // the lowest id of each token text
   std::map<std::string, int32_t> schemas_;  // schema JSON -> its root rule
   int grammars_ = 0;
 };

@@ -128,17 +128,7 @@ class NfaBuilder {
   // The spelling of the ids in the set (grammar/token_spelling.h): the marker byte, then
   // one path of id byte ranges per piece of each range.
   int32_t BuildToken(const Expr& e, int32_t from) {
-    std::vector<CodepointRange> ids = e.ranges;
-    if (e.negated) {
-      std::vector<CodepointRange> kept;
-      uint32_t start = 0;
-      for (CodepointRange r : ids) {
-        if (r.lo > start) kept.push_back({start, r.lo - 1});
-        start = r.hi + 1;
-      }
-      if (start <= static_cast<uint32_t>(GrammarLimits::kMaxTokenId)) kept.push_back({start, GrammarLimits::kMaxTokenId});
-      ids = std::move(kept);
-    }
+    const std::vector<CodepointRange> ids = e.negated ? ComplementRanges(e.ranges, GrammarLimits::kMaxTokenId) : e.ranges;
     int32_t spelled = NewNode(), end = NewNode();
     Add(from, {kTokenMarker, kTokenMarker, -1, spelled});
     for (CodepointRange r : ids) {

@@ -32,14 +32,14 @@ std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>&
   return out;
 }
 
-std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges) {
+std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges, uint32_t max) {
   std::vector<CodepointRange> out;
   uint32_t next = 0;
   for (const CodepointRange& r : ranges) {
     if (r.lo > next) out.push_back({next, r.lo - 1});
     next = std::max(next, r.hi + 1);
   }
-  if (next <= kMaxCodepoint) out.push_back({next, kMaxCodepoint});
+  if (next <= max) out.push_back({next, max});
   return out;
 }
 

@@ -18,19 +18,11 @@ int32_t IrBuilder::Bytes(std::string bytes) {
   return g_->AddExpr(std::move(e));
 }
 
-int32_t IrBuilder::Class(std::vector<CodepointRange> ranges, bool negated) {
+int32_t IrBuilder::Ranges(ExprKind kind, std::vector<CodepointRange> ranges, bool negated) {
   Expr e;
-  e.kind = ExprKind::kCharClass;
+  e.kind = kind;
   e.negated = negated;
   e.ranges = NormalizeRanges(std::move(ranges));
-  return g_->AddExpr(std::move(e));
-}
-
-int32_t IrBuilder::Token(std::vector<CodepointRange> ids, bool negated) {
-  Expr e;
-  e.kind = ExprKind::kToken;
-  e.negated = negated;
-  e.ranges = NormalizeRanges(std::move(ids));
   return g_->AddExpr(std::move(e));
 }
 

@@ -23,9 +23,13 @@ class IrBuilder {
   // A literal: UTF-8 bytes matched exactly ("" gives Empty()).
   int32_t Bytes(std::string bytes);
   // One code point in the (unsorted, possibly overlapping) ranges, or outside them.
-  int32_t Class(std::vector<CodepointRange> ranges, bool negated = false);
+  int32_t Class(std::vector<CodepointRange> ranges, bool negated = false) {
+    return Ranges(ExprKind::kCharClass, std::move(ranges), negated);
+  }
   // One whole token whose id is in the ranges (or outside them): see ExprKind::kToken.
-  int32_t Token(std::vector<CodepointRange> ids, bool negated = false);
+  int32_t Token(std::vector<CodepointRange> ids, bool negated = false) {
+    return Ranges(ExprKind::kToken, std::move(ids), negated);
+  }
   int32_t Seq(const std::vector<int32_t>& items) { return Join(ExprKind::kSequence, items); }
   int32_t Choice(const std::vector<int32_t>& alts) { return Join(ExprKind::kChoice, alts); }
   int32_t Repeat(int32_t child, int32_t min, int32_t max);  // max -1: unbounded
@@ -42,6 +46,7 @@ class IrBuilder {
 
  private:
   int32_t Join(ExprKind kind, const std::vector<int32_t>& items);
+  int32_t Ranges(ExprKind kind, std::vector<CodepointRange> ranges, bool negated);
 
   GrammarIR* g_;
   std::unordered_set<std::string> names_;

@@ -119,6 +119,14 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded, VocabType 
   for (unsigned char c : *vocabulary_key_) fingerprint_ = (fingerprint_ ^ c) * 1099511628211ull;
 }
 
+int32_t TokenizerInfo::IdOfText(std::string_view text) const {
+  std::call_once(ids_by_text_once_, [&] {
+    for (int32_t id = tokenizer_size() - 1; id >= 0; --id) ids_by_text_[decoded_[id]] = id;  // lowest id last
+  });
+  auto it = ids_by_text_.find(text);
+  return it == ids_by_text_.end() ? -1 : it->second;
+}
+
 std::string TokenizerInfo::VocabularyKey() const {
   std::string key;
   auto put = [&](int32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };

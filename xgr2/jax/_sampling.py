@@ -366,15 +366,12 @@ def _sample(
         return _full_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound)
     # Plain sampling and greedy rows: the candidate fast paths, the full path for the rows
     # they cannot settle (see _candidates).
-    batch, vocab = logits.shape
+    batch = logits.shape[0]
     sampling = temperature > 0
     none = (jnp.full((batch,), -1, jnp.int32), jnp.zeros((batch,), jnp.bool_))
 
     def greedy_rows(_: None) -> tuple[jax.Array, jax.Array]:
-        c = _block_size(vocab)
-        words = block_words(bitmask, batch, vocab, c)
-        tokens, _best, exact = greedy_candidates(raw_blocks(logits, c), words, constrained, vocab)
-        return tokens, exact
+        return _greedy_by_candidates(logits, bitmask, constrained)
 
     def sampled_rows(_: None) -> tuple[jax.Array, jax.Array]:
         inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))
@@ -439,12 +436,20 @@ def _fallback_rows(batch: int) -> int:
     return max(1, batch // 16)
 
 
-@jax.jit
-def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
+def _greedy_by_candidates(
+    logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None
+) -> tuple[jax.Array, jax.Array]:
+    """``(tokens, exact)`` of the candidate-block greedy fast path (see _candidates)."""
     batch, vocab = logits.shape
     c = _block_size(vocab)
     words = block_words(bitmask, batch, vocab, c)
     tokens, _, exact = greedy_candidates(raw_blocks(logits, c), words, constrained, vocab)
+    return tokens, exact
+
+
+@jax.jit
+def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
+    tokens, exact = _greedy_by_candidates(logits, bitmask, constrained)
 
     def full(_: None) -> jax.Array:
         xb, allowed = _masked_blocks(logits, bitmask, constrained)

@@ -29,8 +29,9 @@ struct CodepointRange {
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges);
 // The ranges less the surrogates U+D800-U+DFFF, which are no characters.
 std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges);
-// The code points 0..U+10FFFF outside sorted `ranges` (a negated class's members).
-std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges);
+// The values 0..`max` outside sorted `ranges`: by default the code points up to
+// U+10FFFF (a negated class's members); kToken sets pass GrammarLimits::kMaxTokenId.
+std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges, uint32_t max = 0x10FFFF);
 
 // Options of a kTagDispatch expression (semantics in docs/tag_dispatch.md). Free text
 // (valid UTF-8) runs until the first completed occurrence of any tag, stop string or

@@ -3,7 +3,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace xgr2 {
@@ -50,6 +53,10 @@ class TokenizerInfo {
   // bytes may be UTF-8 text (no byte 0xFF, which spells tokens matched by id).
   bool is_text(int32_t id) const { return kind_[id] == kText; }
 
+  // The lowest id whose bytes are `text` (special tokens included), or -1. The index
+  // is built on first use (thread-safe) and kept with the vocabulary.
+  int32_t IdOfText(std::string_view text) const;
+
   // Text tokens sorted by bytes (a "position" is an index into this list).
   const std::vector<int32_t>& sorted_ids() const { return sorted_ids_; }
   int32_t max_token_bytes() const { return max_token_bytes_; }
@@ -78,6 +85,8 @@ class TokenizerInfo {
   int32_t max_token_bytes_ = 0;
   std::shared_ptr<const std::string> vocabulary_key_;
   uint64_t fingerprint_ = 0;
+  mutable std::once_flag ids_by_text_once_;
+  mutable std::unordered_map<std::string_view, int32_t> ids_by_text_;  // views into decoded_
 };
 
 using TokenizerPtr = std::shared_ptr<const TokenizerInfo>;
