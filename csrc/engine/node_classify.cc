@@ -54,7 +54,9 @@ ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
   ended_ = false;
   parser_.Seed(node, &parent_, inner_sets_[0]);
   inner_[0] = inner_sets_[0];
-  outer_[0] = ended_ ? JoinContext(nullptr, 0) : nullptr;
+  // No context at depth 0: where the rule ends before any byte, the callers' items go on
+  // in the state itself and classify those tokens (see ClassifyInner).
+  outer_[0] = nullptr;
 }
 
 void ContextWalk::StartMemo() {
@@ -100,8 +102,7 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
 }
 
 bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
-  size_t items = (inner_[d] ? inner_[d]->items.size() : 0) + (outer_[d] ? outer_[d]->items.size() : 0);
-  if (memo_allowed_ && !memo_started_ && items >= StateMemo::kMinItems) StartMemo();
+  if (memo_allowed_ && !memo_started_) StartMemo();
   const EarleySet* in = nullptr;
   const EarleySet* out = nullptr;
   const EarleySet* advanced = nullptr;  // the outer parse's own step, before a join
@@ -143,9 +144,14 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   if (dist) parser.TrackDistance(dist, &reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   EarleySet* const* sets = ClassifySets(max_depth);
-  std::vector<uint8_t> ended_by(max_depth);  // the rule could end at or before depth d
+  // Whether the rule could end after 1 to d bytes. Ending before any byte does not make
+  // a token crossing: an item of this node in a state S has origin X != S, so the rule
+  // ending at S puts its callers' continuations in S with origins before X, kernel items
+  // of S whose own classification covers every token parsed past that end. Counting it
+  // made a node that may end at once (an expression level, whitespace) cross on nearly
+  // every token, each to be walked in its context at the first visit.
+  std::vector<uint8_t> ended_by(max_depth);
   parser.Seed(node, &parent, sets[0]);
-  ended_by[0] = ended;
   // Where the parse loops on a dense class (string content, free text), its slice is
   // accepted whole and only the other tokens are walked, from their own trie (and the
   // slice's tokens whose first byte leads elsewhere, from the whole trie). The walk

@@ -75,8 +75,8 @@ class ContextWalk {
   // `follow`: where the parse goes on when the node's rule ends (then, when those rules
   // end, at every call site: call_targets).
   // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
-  // With `memo`, pairs of states met before step without parsing (for long walks over
-  // large states; it starts at the first step from StateMemo::kMinItems items).
+  // With `memo`, pairs of states met before step without parsing (for long walks; it
+  // starts at the first step).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
               const std::vector<std::vector<int32_t>>& call_targets, bool memo, const int32_t* dist = nullptr,
               int32_t* reached = nullptr);
@@ -106,7 +106,7 @@ class ContextWalk {
     std::array<int32_t, 256> next;
   };
   bool StepParsing(size_t d, uint8_t byte);
-  // Starts the memo, once a step has met a state large enough to be worth it.
+  // Starts the memo (at the first step, so a walk that never parses interns nothing).
   void StartMemo();
   // The outer parse at depth d joined by a fresh context, where the rule just ended.
   const EarleySet* JoinContext(const EarleySet* base, size_t d);

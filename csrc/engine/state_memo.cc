@@ -74,7 +74,7 @@ void MemoPath::Start(size_t d) {
 }
 
 bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
-  if (memo_allowed_ && !memo_started_ && path_[d]->items.size() >= StateMemo::kMinItems) Start(d);
+  if (memo_allowed_ && !memo_started_) Start(d);
   int32_t id = id_[d];
   EarleySet* next = scratch_[d + 1];
   *ended_ = false;
