@@ -1,6 +1,7 @@
 #include "engine/looping_slice.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <string>
 #include <utility>
@@ -148,14 +149,16 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
 }
 
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool) {
-  SliceClass json_string, free_text;
+  SliceClass json_string, free_text, identifier;
   json_string.utf8 = free_text.utf8 = true;
   for (uint8_t b = 0; b < 0x80; ++b) {
     if (b >= 0x20 && b != '"' && b != '\\') json_string.AddAscii(b);
     if (b != '<') free_text.AddAscii(b);
+    if (std::isalnum(b) || b == '_') identifier.AddAscii(b);
   }
   SliceFor(tok, json_string, pool);
   SliceFor(tok, free_text, pool);
+  SliceFor(tok, identifier, pool);
 }
 
 }  // namespace xgr2

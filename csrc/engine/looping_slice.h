@@ -33,7 +33,8 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
 // Builds, into a new vocabulary's pool, the slices most grammars loop on, at tokenizer
 // load rather than in the middle of a generation: JSON string content (every character
 // but '"', '\\' and controls: the builtin JSON grammar and every JSON Schema string) and
-// free text up to a tag (every character but '<', where tool-call tags start).
+// free text up to a tag (every character but '<', where tool-call tags start) and the
+// characters of identifiers in code grammars ([A-Za-z0-9_], ASCII).
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool);
 
 }  // namespace xgr2
