@@ -282,7 +282,9 @@ def _sample_blocks(
             return jnp.where(keep, jnp.exp(z), _F32(0))
 
         weights = weight_of(xb)
-        block_mass = jnp.sum(weights, axis=2)
+        # Barriers on the block masses: XLA would otherwise reduce all of ``weights`` again
+        # for their total (one more full pass).
+        block_mass = jax.lax.optimization_barrier(jnp.sum(weights, axis=2))  # type: ignore[no-untyped-call]  # unannotated in jax
         total = jnp.sum(block_mass, axis=1)
         flat = xb.reshape(batch, nb * c)
         tokens = _draw(jax.random.uniform(key, (batch,), _F32), block_mass, xb, weight_of)
@@ -301,7 +303,7 @@ def _sample_blocks(
             def body(state: _TopPState) -> _TopPState:
                 rounds, tok, low, done = state
                 above = jnp.where(xb > low[:, None, None], weights, _F32(0))
-                above_mass = jnp.sum(above, axis=2)
+                above_mass = jax.lax.optimization_barrier(jnp.sum(above, axis=2))  # type: ignore[no-untyped-call]  # unannotated in jax
                 done = done | (jnp.sum(above_mass, axis=1) < goal)
                 u = jax.random.uniform(jax.random.fold_in(key, rounds), (batch,), _F32)
                 new = _draw(u, above_mass, xb, lambda v, b: weight_of(v, b, low))
