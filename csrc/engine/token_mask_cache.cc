@@ -147,16 +147,20 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   const std::vector<int32_t>& sorted = tok_.sorted_ids();
   uncertain.clear();
   for (const EarleyItem& it : kernel) {
+    size_t run = uncertain.size();
     for (int32_t pos : UncertainIn(Get(it.node), it.node, *it.origin)) {
       int32_t id = sorted[pos];
       if (!((words[id >> 5] >> (id & 31)) & 1)) uncertain.push_back(pos);
     }
+    // Each list is ascending: merging runs is linear, where sorting the concatenation
+    // of two long, nearly equal lists (the two `ws` before a C identifier: ~78,000
+    // positions each) took 40% of that state's first mask.
+    if (run > 0 && run < uncertain.size()) {
+      std::inplace_merge(uncertain.begin(), uncertain.begin() + static_cast<std::ptrdiff_t>(run), uncertain.end());
+      uncertain.erase(std::unique(uncertain.begin(), uncertain.end()), uncertain.end());
+    }
   }
   if (uncertain.empty()) return;
-  if (kernel.size() > 1) {
-    std::sort(uncertain.begin(), uncertain.end());
-    uncertain.erase(std::unique(uncertain.begin(), uncertain.end()), uncertain.end());
-  }
   // States with the same parse structure accept the same uncertain tokens (inside a
   // string, every character leads to such a state): reuse the walk's result.
   thread_local std::string signature;
