@@ -1,8 +1,8 @@
 #include "engine/looping_slice.h"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <string>
 #include <utility>
 #include <vector>

@@ -28,6 +28,14 @@ CANDIDATE_BLOCKS = 16
 _LANES = np.left_shift(np.uint32(1), np.arange(32, dtype=np.uint32)).view(np.int32)
 
 
+def materialized(x: jax.Array) -> jax.Array:
+    """``x`` behind an optimization barrier: computed on its own, never fused into (or
+    recomputed by) the ops that read it. Plain values only: a barrier that keeps a TopK's
+    indices live aborts XLA's TopK decomposer under SPMD sharding."""
+    out: jax.Array = jax.lax.optimization_barrier(x)  # type: ignore[no-untyped-call]  # unannotated in jax
+    return out
+
+
 def raw_blocks(logits: jax.Array, c: int) -> jax.Array:
     """``logits [B, V]`` as ``[B, nb, C]`` (a free reshape when ``C`` divides ``V``, else
     padded with ``-inf``), in the logits' own dtype."""

@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from xgr2.jax._candidates import materialized
+
 _F32 = jnp.float32
 _NEG_INF = float("-inf")
 # Tokens per sub-block: the envelope pass costs one read of V plus exp over V / S values;
@@ -93,7 +95,7 @@ def sample_by_envelope(
     sub_max = functools.reduce(jnp.maximum, [x[:, i * n : (i + 1) * n] for i in range(s)]).astype(_F32)
     # Materialised (a fast loop): XLA CPU would otherwise fuse it into the next reduction,
     # whose fused codegen runs several times slower than a plain reduce.
-    sub_max = jax.lax.optimization_barrier(sub_max)  # type: ignore[no-untyped-call]  # unannotated in jax
+    sub_max = materialized(sub_max)
     row_max = jnp.max(sub_max, axis=1)
     ok = jnp.isfinite(row_max)  # NaN, +inf and all -inf rows go to the exact path
     m = jnp.where(ok, row_max, _F32(0))

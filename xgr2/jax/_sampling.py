@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from xgr2.jax._candidates import block_words, greedy_candidates, raw_blocks, top_values
+from xgr2.jax._candidates import block_words, greedy_candidates, materialized, raw_blocks, top_values
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
 from xgr2.jax._truncated import MAX_K, sample_truncated
@@ -248,9 +248,7 @@ def _sample_blocks(
     block_max = jnp.max(xb, axis=2)
     # The barrier keeps XLA from fusing the reduction with its [B, V] broadcast (which the
     # CPU backend would then materialise).
-    row_max: jax.Array = jax.lax.optimization_barrier(  # type: ignore[no-untyped-call]  # unannotated in jax
-        jnp.max(block_max, axis=1)
-    )
+    row_max = materialized(jnp.max(block_max, axis=1))
     sampling = temperature > 0
 
     def greedy_tokens(_: None) -> jax.Array:
@@ -284,7 +282,7 @@ def _sample_blocks(
         weights = weight_of(xb)
         # Barriers on the block masses: XLA would otherwise reduce all of ``weights`` again
         # for their total (one more full pass).
-        block_mass = jax.lax.optimization_barrier(jnp.sum(weights, axis=2))  # type: ignore[no-untyped-call]  # unannotated in jax
+        block_mass = materialized(jnp.sum(weights, axis=2))
         total = jnp.sum(block_mass, axis=1)
         flat = xb.reshape(batch, nb * c)
         tokens = _draw(jax.random.uniform(key, (batch,), _F32), block_mass, xb, weight_of)
@@ -303,7 +301,7 @@ def _sample_blocks(
             def body(state: _TopPState) -> _TopPState:
                 rounds, tok, low, done = state
                 above = jnp.where(xb > low[:, None, None], weights, _F32(0))
-                above_mass = jax.lax.optimization_barrier(jnp.sum(above, axis=2))  # type: ignore[no-untyped-call]  # unannotated in jax
+                above_mass = materialized(jnp.sum(above, axis=2))
                 done = done | (jnp.sum(above_mass, axis=1) < goal)
                 u = jax.random.uniform(jax.random.fold_in(key, rounds), (batch,), _F32)
                 new = _draw(u, above_mass, xb, lambda v, b: weight_of(v, b, low))

@@ -25,7 +25,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from xgr2.jax._candidates import allowed_in, block_words, raw_blocks, top_values
+from xgr2.jax._candidates import allowed_in, block_words, materialized, raw_blocks, top_values
 from xgr2.jax._envelope import cumsum_by_matmul, first_above
 
 _F32 = jnp.float32
@@ -71,7 +71,7 @@ def sample_truncated(
     # A NaN maximum may hide anything: it ranks first (+inf) and, outside, spoils `bound`.
     block_max = jnp.max(xb, axis=2)
     block_max = jnp.where(jnp.isnan(block_max), jnp.inf, block_max).astype(_F32)
-    block_max = jax.lax.optimization_barrier(block_max)  # type: ignore[no-untyped-call]  # unannotated in jax
+    block_max = materialized(block_max)
     top_max, blocks = jax.lax.top_k(block_max, k)
     # Every block outside the candidates has a maximum <= the k-th largest one. (A min, not
     # top_max[:, -1]: XLA CPU turns a TopK whose last value is sliced into a full sort.)
