@@ -123,3 +123,52 @@ def test_leading_negative_lookaheads_agree_with_python_re(ahead, body, texts):
     got = xgr2._core.GrammarIR._regex_set_accepts(pattern, "", "a", 0, -1, texts)
     want = [re.search(_end_of_string(pattern), s, re.ASCII) is not None for s in texts]
     assert got == want, [(s, g) for s, g, w in zip(texts, got, want) if g != w]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(a=patterns(), b=patterns(), op=st.sampled_from(OPS), lo=st.integers(0, 40), span=st.integers(30, 300),
+       data=st.data())
+def test_long_length_ranges_agree_with_python_re(a, b, op, lo, span, data):
+    # Length bounds past the copy limit: a chain of hundreds of states (and its product
+    # with a pattern), minimized in one pass when acyclic and emitted as repetitions.
+    hi = lo + span
+    texts = data.draw(st.lists(st.text(CHARS, max_size=8), min_size=5, max_size=10))
+    for n in sorted({0, 1, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1}):
+        if n >= 0:
+            texts += [data.draw(st.text(CHARS, min_size=n, max_size=n)), "a" * n, "ba" * (n // 2) + "b" * (n % 2)]
+    got = xgr2._core.GrammarIR._regex_set_accepts(a, b, op, lo, hi, texts)
+    want = [member(op, a, b, lo, hi, s) for s in texts]
+    assert got == want, [(s, g) for s, g, w in zip(texts, got, want) if g != w]
+    try:
+        start = grammar(a, b, op, lo, hi)
+    except xgr2.GrammarError as e:
+        assert "no finite string" in str(e) and not any(want)
+        return
+    for s, w in zip(texts, want):
+        assert accepts(start, s) == w, (len(s), s)
+
+
+def test_length_bound_beside_a_pattern_stays_small():
+    # maxLength 1024 beside a pattern is a chain of 1,025 automaton states; as one rule
+    # per state it was a 1.8 MB grammar (mergify's schema). The chain is a repetition.
+    schema = {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "minLength": 2, "maxLength": 1024}
+    g = xgr2.Grammar.from_json_schema(schema, any_whitespace=False)
+    assert len(str(g)) < 5000
+    start = xgr2.compile(g, BYTES).initial_state()
+    for n, ok in [(1, False), (2, True), (3, True), (1023, True), (1024, True), (1025, False)]:
+        assert accepts(start, '"' + "a" * n + '"') == ok, n
+    assert not accepts(start, '"a b"')
+
+
+@pytest.mark.parametrize("pattern", [
+    "^(?:a{0,49}|a{50}b)$",     # a run of accepting states that ends in a non-accepting one
+    "^(?:a{0,49}|a{50}b+)$",    # ... which loops
+    "^(?:a{45}|a{45}b{40})$",   # a non-accepting run, an accepting end, another run
+    "^(?:(?:ab){40}|b)$",       # runs broken by alternating characters: no repetition
+])
+def test_runs_of_states_agree_with_python_re(pattern):
+    texts = [p * n + q for n in (0, 1, 44, 45, 46, 49, 50, 51, 80) for p in ("a", "ab") for q in ("", "b", "bb", "b" * 40)]
+    want = [re.search(pattern, s) is not None for s in texts]
+    start = grammar(pattern, "", "a", 0, -1)
+    for s, w in zip(texts, want):
+        assert accepts(start, s) == w, (len(s), s)

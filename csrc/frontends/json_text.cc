@@ -118,6 +118,15 @@ int32_t JsonText::HexRange(uint32_t lo, uint32_t hi, int width) {
 }
 
 int32_t JsonText::CharIn(const std::vector<CodepointRange>& ranges) {
+  std::vector<std::pair<uint32_t, uint32_t>> key;
+  key.reserve(ranges.size());
+  for (CodepointRange r : ranges) key.emplace_back(r.lo, r.hi);
+  auto [memo, fresh] = char_in_.try_emplace(std::move(key), -1);
+  if (fresh) memo->second = CharInUncached(ranges);
+  return memo->second;
+}
+
+int32_t JsonText::CharInUncached(const std::vector<CodepointRange>& ranges) {
   std::vector<int32_t> alts;
   // Raw: everything but controls, `"` and `\`.
   std::vector<CodepointRange> raw = Clip(ranges, kNoRawFrom, kMaxCodepoint), raw_ok;

@@ -1,8 +1,10 @@
 // Building blocks of JSON text (RFC 8259) in grammar IR: layouts (whitespace, separators,
 // indentation), string characters with every escape, and literal values.
 #pragma once
+#include <map>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "grammar/ir_builder.h"
@@ -51,6 +53,7 @@ class JsonText {
   int32_t Value(const JsonValue& v, int depth);
 
  private:
+  int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
   int32_t Ws();
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
   int32_t HexDigits(uint32_t lo, uint32_t hi);
@@ -60,6 +63,9 @@ class JsonText {
   IrBuilder* b_;
   JsonLayout layout_;
   int32_t ws_rule_ = -1, any_char_rule_ = -1, content_rule_ = -1;
+  // CharIn's expression per character set: automata (patterns, key languages) ask for
+  // the same sets at many states, and each costs a tree of \uXXXX ranges.
+  std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;
 };
 
 }  // namespace xgr2

@@ -266,8 +266,39 @@ std::vector<State> Trim(const std::vector<State>& in) {
   return out;
 }
 
+// A state's signature under a class assignment: acceptance, then per range the target's
+// class (adjacent ranges into one class read as one).
+std::vector<uint32_t> Signature(const State& st, const std::vector<int32_t>& cls, uint32_t own) {
+  std::vector<uint32_t> sig = {own};
+  for (const Edge& e : st.edges) {
+    uint32_t c = static_cast<uint32_t>(cls[e.target]);
+    if (sig.size() > 1 && sig.back() == c && sig[sig.size() - 2] + 1 == e.lo) {
+      sig[sig.size() - 2] = e.hi;
+    } else {
+      sig.insert(sig.end(), {e.lo, e.hi, c});
+    }
+  }
+  return sig;
+}
+
+// The automaton of the classes `cls` (ids by first appearance, so state 0 is in class 0).
+std::vector<State> Quotient(const std::vector<State>& in, const std::vector<int32_t>& cls, size_t num_classes) {
+  std::vector<State> out(num_classes);
+  std::vector<uint8_t> done(num_classes, 0);
+  for (size_t s = 0; s < in.size(); ++s) {
+    int32_t c = cls[s];
+    if (done[c]) continue;
+    done[c] = 1;
+    out[c].accepting = in[s].accepting;
+    for (const Edge& e : in[s].edges) PushEdge(&out[c].edges, e.lo, e.hi, cls[e.target]);
+  }
+  return Trim(out);
+}
+
 // Moore's partition refinement: states with the same acceptance and, range by range,
-// transitions into the same classes are merged. Input and output are trimmed.
+// transitions into the same classes are merged. Input and output are trimmed. Takes
+// as many rounds as the longest path that tells two states apart, so it is kept for
+// small automata with cycles; acyclic ones go through MinimizeAcyclic.
 std::vector<State> Minimize(const std::vector<State>& in) {
   size_t n = in.size();
   std::vector<int32_t> cls(n);
@@ -277,40 +308,70 @@ std::vector<State> Minimize(const std::vector<State>& in) {
     std::map<std::vector<uint32_t>, int32_t> sigs;
     std::vector<int32_t> next(n);
     for (size_t s = 0; s < n; ++s) {
-      std::vector<uint32_t> sig = {static_cast<uint32_t>(cls[s])};
-      for (const Edge& e : in[s].edges) {
-        uint32_t c = static_cast<uint32_t>(cls[e.target]);
-        if (sig.size() > 1 && sig.back() == c && sig[sig.size() - 2] + 1 == e.lo) {
-          sig[sig.size() - 2] = e.hi;  // adjacent ranges into one class read as one
-        } else {
-          sig.insert(sig.end(), {e.lo, e.hi, c});
-        }
-      }
-      next[s] = sigs.emplace(std::move(sig), static_cast<int32_t>(sigs.size())).first->second;
+      next[s] = sigs.emplace(Signature(in[s], cls, static_cast<uint32_t>(cls[s])), static_cast<int32_t>(sigs.size()))
+                    .first->second;
     }
     bool stable = sigs.size() == num_classes;
     num_classes = sigs.size();
     cls = std::move(next);
     if (stable) break;
   }
-  std::vector<State> out(num_classes);
-  std::vector<uint8_t> done(num_classes, 0);
-  for (size_t s = 0; s < n; ++s) {
-    int32_t c = cls[s];
-    if (done[c]) continue;
-    done[c] = 1;
-    out[c].accepting = in[s].accepting;
-    for (const Edge& e : in[s].edges) PushEdge(&out[c].edges, e.lo, e.hi, cls[e.target]);
+  return Quotient(in, cls, num_classes);
+}
+
+// The states in an order where every edge goes to a later state, or empty when the
+// automaton has a cycle (a self-loop counts).
+std::vector<int32_t> TopologicalOrder(const std::vector<State>& in) {
+  size_t n = in.size();
+  std::vector<int32_t> in_degree(n, 0), order;
+  for (const State& st : in) {
+    for (const Edge& e : st.edges) ++in_degree[e.target];
   }
-  // Class ids follow first appearance, so state 0 is in class 0; Trim renumbers.
-  return Trim(out);
+  for (size_t s = 0; s < n; ++s) {
+    if (in_degree[s] == 0) order.push_back(static_cast<int32_t>(s));
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const Edge& e : in[order[i]].edges) {
+      if (--in_degree[e.target] == 0) order.push_back(e.target);
+    }
+  }
+  if (order.size() != n) order.clear();
+  return order;
+}
+
+// Minimization of an acyclic automaton in one pass (Revuz): from the last state in
+// topological order back, two states are equivalent exactly when they agree on
+// acceptance and, range by range, go to equivalent states, which are already known.
+// Linear in the edges, so length bounds (a chain of maxLength states, and its products
+// with patterns) minimize at any size.
+std::vector<State> MinimizeAcyclic(const std::vector<State>& in, const std::vector<int32_t>& order) {
+  size_t n = in.size();
+  std::vector<int32_t> cls(n, -1);
+  std::map<std::vector<uint32_t>, int32_t> sigs;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    cls[*it] = sigs.emplace(Signature(in[*it], cls, in[*it].accepting ? 1 : 0), static_cast<int32_t>(sigs.size()))
+                   .first->second;
+  }
+  // Renumber by first appearance so that state 0 is in class 0.
+  std::vector<int32_t> renumber(sigs.size(), -1);
+  int32_t num_classes = 0;
+  for (size_t s = 0; s < n; ++s) {
+    if (renumber[cls[s]] < 0) renumber[cls[s]] = num_classes++;
+    cls[s] = renumber[cls[s]];
+  }
+  return Quotient(in, cls, static_cast<size_t>(num_classes));
 }
 
 }  // namespace
 
 CharDfa::CharDfa(std::vector<State> states) {
   states_ = Trim(states);
-  if (static_cast<int32_t>(states_.size()) <= kMaxMinimizeStates) states_ = Minimize(states_);
+  std::vector<int32_t> order = TopologicalOrder(states_);
+  if (!order.empty()) {
+    states_ = MinimizeAcyclic(states_, order);
+  } else if (static_cast<int32_t>(states_.size()) <= kMaxMinimizeStates) {
+    states_ = Minimize(states_);
+  }
 }
 
 CharDfa CharDfa::FromExpr(const GrammarIR& g, int32_t expr) {
@@ -484,21 +545,71 @@ int32_t EmitDfa(IrBuilder* b, const CharDfa& dfa,
                 const std::function<int32_t(const std::vector<CodepointRange>&)>& chars, const std::string& name) {
   if (dfa.IsEmpty()) return Nothing(b);
   const auto& states = dfa.states();
-  std::vector<int32_t> rules(states.size());
-  for (size_t s = 0; s < states.size(); ++s) rules[s] = b->NewRule(name + "_s" + std::to_string(s));
-  for (size_t s = 0; s < states.size(); ++s) {
-    std::map<int32_t, std::vector<CodepointRange>> by_target;
-    for (const Edge& e : states[s].edges) by_target[e.target].push_back({e.lo, e.hi});
-    std::vector<int32_t> alts;
-    for (const auto& [t, ranges] : by_target) {
-      if (t != static_cast<int32_t>(s)) alts.push_back(b->Seq({chars(ranges), b->Ref(rules[t])}));
+  const int32_t n = dfa.NumStates();
+  std::vector<std::map<int32_t, std::vector<CodepointRange>>> by_target(n);
+  std::vector<int32_t> in_degree(n, 0), pred(n, -1), next(n, -1);
+  for (int32_t s = 0; s < n; ++s) {
+    for (const Edge& e : states[s].edges) by_target[s][e.target].push_back({e.lo, e.hi});
+    for (const auto& [t, ranges] : by_target[s]) {
+      if (t != s) ++in_degree[t], pred[t] = s;
     }
-    if (states[s].accepting) alts.push_back(b->Empty());
-    int32_t body = b->Choice(alts);
-    // A self-loop is a repetition inside the rule, not a call: a long run of such
-    // characters then keeps no open rule calls.
-    auto self = by_target.find(static_cast<int32_t>(s));
-    if (self != by_target.end()) body = b->Seq({b->Star(chars(self->second)), body});
+    if (by_target[s].size() == 1 && by_target[s].begin()->first != s) next[s] = by_target[s].begin()->first;
+  }
+  auto same_ranges = [](const std::vector<CodepointRange>& x, const std::vector<CodepointRange>& y) {
+    return x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin(), [](CodepointRange a, CodepointRange c) {
+             return a.lo == c.lo && a.hi == c.hi;
+           });
+  };
+  // A run: states that each go on by the same characters to the next, with the same
+  // acceptance, each entered only from the one before (what a length bound beside a
+  // pattern makes: maxLength 1024 is a chain of 1,025 states). Its interior states get
+  // no rule; the run's first state writes it as a repetition, which stays small
+  // (repetition.h) where one rule per state would not.
+  std::vector<bool> interior(n, false);
+  for (int32_t s = 1; s < n; ++s) {
+    int32_t p = pred[s];
+    interior[s] = in_degree[s] == 1 && next[s] >= 0 && next[p] == s && states[p].accepting == states[s].accepting &&
+                  same_ranges(by_target[p].begin()->second, by_target[s].begin()->second);
+  }
+  // One expression per distinct character set: long automata repeat the same sets.
+  std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_exprs;
+  auto chars_of = [&](const std::vector<CodepointRange>& ranges) {
+    std::vector<std::pair<uint32_t, uint32_t>> key;
+    for (CodepointRange r : ranges) key.emplace_back(r.lo, r.hi);
+    auto [it, fresh] = char_exprs.try_emplace(std::move(key), -1);
+    if (fresh) it->second = chars(ranges);
+    return it->second;
+  };
+  std::vector<int32_t> rules(n, -1);
+  for (int32_t s = 0; s < n; ++s) {
+    if (!interior[s]) rules[s] = b->NewRule(name + "_s" + std::to_string(s));
+  }
+  for (int32_t s = 0; s < n; ++s) {
+    if (interior[s]) continue;
+    int32_t run = 1, end = next[s];
+    while (end >= 0 && interior[end]) end = next[end], ++run;
+    int32_t body;
+    if (run > 1) {
+      int32_t c = chars_of(by_target[s].begin()->second);
+      bool end_is_empty = states[end].accepting && states[end].edges.empty();
+      if (states[s].accepting && end_is_empty) {
+        body = b->Repeat(c, 0, run);
+      } else {
+        body = b->Seq({b->Repeat(c, run, run), b->Ref(rules[end])});
+        if (states[s].accepting) body = b->Choice({b->Repeat(c, 0, run - 1), body});
+      }
+    } else {
+      std::vector<int32_t> alts;
+      for (const auto& [t, ranges] : by_target[s]) {
+        if (t != s) alts.push_back(b->Seq({chars_of(ranges), b->Ref(rules[t])}));
+      }
+      if (states[s].accepting) alts.push_back(b->Empty());
+      body = b->Choice(alts);
+      // A self-loop is a repetition inside the rule, not a call: a long run of such
+      // characters then keeps no open rule calls.
+      auto self = by_target[s].find(s);
+      if (self != by_target[s].end()) body = b->Seq({b->Star(chars_of(self->second)), body});
+    }
     b->SetBody(rules[s], body);
   }
   return b->Ref(rules[0]);

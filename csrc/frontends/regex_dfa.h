@@ -40,7 +40,7 @@ class CharDfa {
   static constexpr int32_t kMaxStates = 10000;         // states of any automaton built
   static constexpr int32_t kMaxNfaNodes = 200000;      // Thompson nodes of one expression
   static constexpr int64_t kMaxWork = 20000000;        // NFA nodes visited / pairs explored per operation
-  static constexpr int32_t kMaxMinimizeStates = 400;   // larger automata are only trimmed
+  static constexpr int32_t kMaxMinimizeStates = 400;   // larger ones with cycles are only trimmed
 
   // The language of a rule-free expression of `g` (kBytes, kCharClass, kSequence,
   // kChoice, kRepeat, kEmpty: what AppendRegex builds).

@@ -196,51 +196,100 @@ class NfaBuilder {
 std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   constexpr int64_t kMaxInlineExprs = 64;
   constexpr uint32_t kWideClass = 64;  // code points
-  size_t num_rules = g.rules.size();
+  const int32_t num_rules = static_cast<int32_t>(g.rules.size());
   std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
   std::vector<uint8_t> inlined(num_rules, 0);
-  // Expanded size of an expression (a repeat counts its body once per copy), capped
-  // just past the limit; -1 if it references a rule not (yet) inlinable. Recursion is
-  // bounded by the parser's nesting limit.
+  // Rules are decided callees first (below), so an expression is looked at only once
+  // every rule it references is decided, and its answers can be kept: a rule still
+  // being decided then is in a cycle with the asking rule and is never inlined. (Many
+  // rules share expressions, e.g. an automaton's character sets.)
+  std::vector<int8_t> wide_memo(g.exprs.size(), -1);
+  std::vector<int64_t> size_memo(g.exprs.size(), -2);
   // Whether an expression can match one character of a wide class.
   std::function<bool(int32_t)> wide = [&](int32_t id) -> bool {
+    if (wide_memo[id] >= 0) return wide_memo[id];
     const Expr& e = g.exprs[id];
+    bool result = false;
     if (e.kind == ExprKind::kCharClass || e.kind == ExprKind::kToken) {
       uint64_t count = 0;
       for (const CodepointRange& r : e.ranges) count += r.hi - r.lo + 1;
-      return e.negated || count >= kWideClass;
+      result = e.negated || count >= kWideClass;
+    } else if (e.kind == ExprKind::kRuleRef) {
+      result = inlined[e.rule] && wide(g.rules[e.rule].body);
+    } else {
+      for (int32_t c : e.children) result = result || wide(c);
     }
-    if (e.kind == ExprKind::kRuleRef) return inlined[e.rule] && wide(g.rules[e.rule].body);
-    for (int32_t c : e.children) {
-      if (wide(c)) return true;
-    }
-    return false;
+    wide_memo[id] = result;
+    return result;
   };
+  // Expanded size of an expression (a repeat counts its body once per copy), capped
+  // just past the limit; -1 if it references a rule not inlinable. Recursion is
+  // bounded by the parser's nesting limit.
   std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
+    if (size_memo[id] != -2) return size_memo[id];
     const Expr& e = g.exprs[id];
-    if (e.kind == ExprKind::kTagDispatch) return -1;  // free text: a wide loop
-    if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) return -1;
     int64_t total = 1;
-    if (e.kind == ExprKind::kRuleRef) {
-      if (!inlined[e.rule]) return -1;
-      total += size[e.rule];
+    if (e.kind == ExprKind::kTagDispatch) {
+      total = -1;  // free text: a wide loop
+    } else if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) {
+      total = -1;
+    } else if (e.kind == ExprKind::kRuleRef) {
+      total = inlined[e.rule] ? 1 + size[e.rule] : -1;
+    } else {
+      int64_t copies = e.kind == ExprKind::kRepeat ? std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max) : 1;
+      for (int32_t c : e.children) {
+        int64_t child = expr_size(c);
+        if (child < 0) {
+          total = -1;
+          break;
+        }
+        total = std::min(total + copies * child, kMaxInlineExprs + 1);
+      }
     }
-    int64_t copies = e.kind == ExprKind::kRepeat ? std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max) : 1;
-    for (int32_t c : e.children) {
-      int64_t child = expr_size(c);
-      if (child < 0) return -1;
-      total = std::min(total + copies * child, kMaxInlineExprs + 1);
-    }
+    size_memo[id] = total;
     return total;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t r = 0; r < num_rules; ++r) {
-      if (inlined[r] || static_cast<int32_t>(r) == g.root) continue;
-      int64_t s = expr_size(g.rules[r].body);
-      if (s >= 0 && s <= kMaxInlineExprs) {
-        inlined[r] = 1, size[r] = s, changed = true;
+  // The rules an expression references directly (not through other rules).
+  auto callees = [&](int32_t body) {
+    std::vector<int32_t> out, todo = {body};
+    while (!todo.empty()) {
+      const Expr& e = g.exprs[todo.back()];
+      todo.pop_back();
+      if (e.kind == ExprKind::kRuleRef) out.push_back(e.rule);
+      todo.insert(todo.end(), e.children.begin(), e.children.end());
+    }
+    return out;
+  };
+  // Callees first, by an explicit depth-first walk of the call graph (automata emitted
+  // as rules make long call chains).
+  enum : uint8_t { kNew, kOpen, kDecided };
+  std::vector<uint8_t> state(num_rules, kNew);
+  struct Frame {
+    int32_t rule;
+    std::vector<int32_t> callees;
+    size_t next = 0;
+  };
+  std::vector<Frame> stack;
+  for (int32_t r0 = 0; r0 < num_rules; ++r0) {
+    if (state[r0] != kNew) continue;
+    state[r0] = kOpen;
+    stack.push_back({r0, callees(g.rules[r0].body)});
+    while (!stack.empty()) {
+      Frame& f = stack.back();
+      if (f.next < f.callees.size()) {
+        int32_t c = f.callees[f.next++];
+        if (state[c] == kNew) {
+          state[c] = kOpen;
+          stack.push_back({c, callees(g.rules[c].body)});  // invalidates f
+        }
+        continue;
       }
+      int32_t r = f.rule;
+      stack.pop_back();
+      state[r] = kDecided;
+      if (r == g.root) continue;
+      int64_t s = expr_size(g.rules[r].body);
+      if (s >= 0 && s <= kMaxInlineExprs) inlined[r] = 1, size[r] = s;
     }
   }
   return inlined;
