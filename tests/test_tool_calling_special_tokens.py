@@ -13,11 +13,12 @@ spelled in bytes.
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import xgr2
@@ -65,6 +66,10 @@ def follows(state: xgr2.MatcherState, ids: list[int], check_masks: bool) -> bool
 @given(data=st.data())
 def test_outputs_with_special_delimiters_are_accepted_by_id(family, data):
     _, tools, reasoning, thought, text, calls = draw_request(family, data)
+    # Text or argument values holding a delimiter's text would be read as that token (as
+    # a tokenizer with special tokens enabled reads them), which no model output holds.
+    # (Hypothesis draws such strings: it mines string constants from the test modules.)
+    assume(not SPLIT.search(text) and not any(SPLIT.search(json.dumps(a, ensure_ascii=False)) for _, a, _ in calls))
     output = render(family, text, calls, thought)
     grammar = getattr(tool_calling, family)(tools, "auto", reasoning=reasoning, tokenizer_info=TOK)
     state = xgr2.compile(grammar, TOK).initial_state()

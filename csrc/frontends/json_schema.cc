@@ -505,7 +505,12 @@ class SchemaCompiler {
         base.members.emplace_back(k, v);
       }
     }
-    const JsonValue* merged = Keep(std::move(base));
+    return MergeParts(Keep(std::move(base)), parts, depth);
+  }
+
+  // `merged` with each part's flattened keywords folded in.
+  const JsonValue* MergeParts(const JsonValue* merged, const std::vector<std::pair<const JsonValue*, std::string>>& parts,
+                              int depth) {
     for (auto& [part, part_ptr] : parts) {
       const JsonValue* flat = Flatten(part, part_ptr, depth + 1);
       if (flat->IsBool()) {
@@ -516,6 +521,15 @@ class SchemaCompiler {
       if (merged->IsBool()) return merged;  // no value meets both
     }
     return merged;
+  }
+
+  // Flatten(Keep(AllOf(x, y)), ptr, depth) without the copies of x and y into a new
+  // allOf (each anyOf / oneOf branch of a large schema merges the keywords beside it;
+  // copying those per branch was a fifth of azure-pipelines' compile). `x` and `y` must
+  // outlive the compiler (Flatten keeps results by address).
+  const JsonValue* FlatAllOf(const JsonValue& x, const JsonValue& y, const std::string& ptr, int depth) {
+    if (depth > kMaxMergeDepth) Fail("allOf / $ref merges nested too deeply (a recursive allOf?)", ptr);
+    return MergeParts(Keep(Obj({})), {{&x, ptr + "/allOf/0"}, {&y, ptr + "/allOf/1"}}, depth);
   }
 
   JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr, int depth) {
@@ -992,17 +1006,18 @@ class SchemaCompiler {
       const JsonValue* branches = s.Find(k);
       if (!branches) continue;
       if (!branches->IsArray() || branches->items.empty()) Fail(std::string(k) + " must be a non-empty array", ptr + "/" + k);
-      JsonValue rest = WithoutKey(s, k);
+      JsonValue rest_value = WithoutKey(s, k);
       bool has_rest = false;
-      for (auto& m : rest.members) has_rest = has_rest || !kAnnotations.count(m.first);
+      for (auto& m : rest_value.members) has_rest = has_rest || !kAnnotations.count(m.first);
+      const JsonValue* rest = has_rest ? Keep(std::move(rest_value)) : nullptr;
       // oneOf: each branch without the values of the branches it may overlap.
       std::vector<const JsonValue*> exclusive;
-      if (std::string(k) == "oneOf") exclusive = ExclusiveBranches(branches->items, has_rest ? &rest : nullptr, ptr + "/oneOf");
+      if (std::string(k) == "oneOf") exclusive = ExclusiveBranches(branches->items, rest, ptr + "/oneOf");
       std::vector<int32_t> alts;
       for (size_t i = 0; i < branches->items.size(); ++i) {
         std::string bp = ptr + "/" + k + "/" + std::to_string(i);
         const JsonValue* br = exclusive.empty() ? &branches->items[i] : exclusive[i];
-        if (has_rest) br = Keep(AllOf(rest, *br));
+        if (rest) br = FlatAllOf(*rest, *br, bp, 0);
         if (!MayHaveValue(*br, bp)) continue;
         alts.push_back(Schema(*br, bp, depth));
       }
@@ -1058,7 +1073,7 @@ class SchemaCompiler {
                                                   const std::string& ptr) {
     std::vector<const JsonValue*> flat, out;
     // With the keywords beside the oneOf, so that a property they require can tell branches apart.
-    for (const JsonValue& br : branches) flat.push_back(Flatten(rest ? Keep(AllOf(*rest, br)) : &br, "", 0));
+    for (const JsonValue& br : branches) flat.push_back(rest ? FlatAllOf(*rest, br, "", 0) : Flatten(&br, "", 0));
     std::vector<bool> refused(branches.size(), false);
     for (size_t i = 0; i < branches.size(); ++i) {
       JsonValue parts = Arr({branches[i]});
