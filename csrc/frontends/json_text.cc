@@ -145,6 +145,7 @@ int32_t JsonText::CharInUncached(const std::vector<CodepointRange>& ranges) {
     if (InRanges(ranges, c)) short_letters += letter;
   }
   std::vector<int32_t> after_backslash;
+  const size_t exprs_before = b_->ir()->exprs.size();
   if (!short_letters.empty()) {
     std::vector<CodepointRange> letters;
     for (char l : short_letters) letters.push_back({static_cast<uint32_t>(l), static_cast<uint32_t>(l)});
@@ -170,7 +171,20 @@ int32_t JsonText::CharInUncached(const std::vector<CodepointRange>& ranges) {
       pair(hz, hz, 0, lz);
     }
   }
-  if (!after_backslash.empty()) alts.push_back(b_->Seq({b_->Bytes("\\"), b_->Choice(after_backslash)}));
+  if (!after_backslash.empty()) {
+    int32_t escapes = b_->Choice(after_backslash);
+    // The \uXXXX trees of a wide set (anything but a few characters) are large: kept in
+    // a rule of their own, an automaton that writes the set at each of its states
+    // (patterns, key languages) does not copy them into every state's rule. Written
+    // characters rarely are escapes, so the extra rule call is rare; a tree this large
+    // is never inlined (fsm_builder.cc), smaller ones stay in place.
+    if (b_->ir()->exprs.size() - exprs_before > kEscapeRuleExprs) {
+      int32_t rule = b_->NewRule("json_escape");
+      b_->SetBody(rule, escapes);
+      escapes = b_->Ref(rule);
+    }
+    alts.push_back(b_->Seq({b_->Bytes("\\"), escapes}));
+  }
   if (alts.empty()) return Nothing(b_);
   return b_->Choice(alts);
 }

@@ -25,6 +25,9 @@ struct JsonLayout {
 
 class JsonText {
  public:
+  // CharIn's escapes take a rule of their own past this many expressions.
+  static constexpr size_t kEscapeRuleExprs = 96;
+
   JsonText(IrBuilder* b, JsonLayout layout) : b_(b), layout_(std::move(layout)) {}
   IrBuilder* builder() const { return b_; }
   const JsonLayout& layout() const { return layout_; }
