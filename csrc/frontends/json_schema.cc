@@ -984,15 +984,17 @@ class SchemaCompiler {
     auto it = memo_.find(key);
     if (it != memo_.end()) return b_.Ref(it->second);
     // Merged copies (allOf, if) repeat the same subschemas at new addresses: share by content.
-    auto content_key = std::make_pair(DumpJson(s), LayoutDepth(depth));
-    auto same = memo_by_content_.find(content_key);
-    if (same != memo_by_content_.end()) {
-      memo_[key] = same->second;
-      return b_.Ref(same->second);
+    auto content_key = std::make_pair(JsonHash(s), LayoutDepth(depth));
+    auto [first, last] = memo_by_content_.equal_range(content_key);
+    for (auto same = first; same != last; ++same) {
+      if (JsonIdentical(*same->second.first, s)) {
+        memo_[key] = same->second.second;
+        return b_.Ref(same->second.second);
+      }
     }
     int32_t rule = b_.NewRule(RuleNameFor(ptr.empty() ? "root_value" : ptr));
     memo_[key] = rule;
-    memo_by_content_[std::move(content_key)] = rule;
+    memo_by_content_.emplace(content_key, std::make_pair(&s, rule));
     b_.SetBody(rule, SchemaBody(s, ptr, depth));
     return b_.Ref(rule);
   }
@@ -2159,7 +2161,8 @@ class SchemaCompiler {
   IrBuilder b_;
   JsonText text_;
   std::map<std::pair<const JsonValue*, int>, int32_t> memo_;
-  std::map<std::pair<std::string, int>, int32_t> memo_by_content_;
+  // (JsonHash, layout depth) -> (schema, its rule); schemas as memo_ holds them.
+  std::multimap<std::pair<uint64_t, int>, std::pair<const JsonValue*, int32_t>> memo_by_content_;
   std::unordered_map<std::string, CharDfa> pattern_dfas_;  // SearchDfa
   std::map<std::string, const JsonValue*> ids_;
   std::map<std::string, int32_t> formats_;

@@ -1,6 +1,7 @@
 #include "support/json.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include "support/utf8.h"
@@ -356,6 +357,31 @@ std::string JsonPointerToken(const std::string& key) {
     else out += c;
   }
   return out;
+}
+
+bool JsonIdentical(const JsonValue& a, const JsonValue& b) {
+  if (a.kind != b.kind || a.boolean != b.boolean || a.text != b.text || a.items.size() != b.items.size() ||
+      a.members.size() != b.members.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.items.size(); ++i) {
+    if (!JsonIdentical(a.items[i], b.items[i])) return false;
+  }
+  for (size_t i = 0; i < a.members.size(); ++i) {
+    if (a.members[i].first != b.members[i].first || !JsonIdentical(a.members[i].second, b.members[i].second)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+uint64_t JsonHash(const JsonValue& v) {
+  auto mix = [](uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001B3ull + (h >> 29); };
+  uint64_t h = mix(0xCBF29CE484222325ull, static_cast<uint64_t>(v.kind) << 1 | v.boolean);
+  h = mix(h, std::hash<std::string>{}(v.text));
+  for (const JsonValue& x : v.items) h = mix(h, JsonHash(x));
+  for (const auto& [k, x] : v.members) h = mix(mix(h, std::hash<std::string>{}(k)), JsonHash(x));
+  return mix(h, v.items.size() * 31 + v.members.size());
 }
 
 }  // namespace xgr2

@@ -40,6 +40,12 @@ std::string DumpJson(const JsonValue& v);
 // Whether two values are equal as JSON Schema compares them (numbers by value: 1 == 1.0).
 bool JsonEqual(const JsonValue& a, const JsonValue& b);
 
+// Whether two values are the same document: DumpJson(a) == DumpJson(b) (numbers as
+// written, members in order), without writing either.
+bool JsonIdentical(const JsonValue& a, const JsonValue& b);
+// A hash of the document, equal for JsonIdentical values.
+uint64_t JsonHash(const JsonValue& v);
+
 // A number's exact value as sign, digits without leading zeros and a decimal exponent:
 // value = (negative ? -1 : 1) * digits * 10^exponent; digits "" for zero.
 struct DecimalNumber {
