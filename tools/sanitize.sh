@@ -39,7 +39,7 @@ ninja -C "$build"
 # tree with a built engine on sys.path), so the source tree's own link is untouched.
 pkg="$(mktemp -d)"
 trap 'rm -rf "$pkg"' EXIT
-cp -r xgr2 tests "$pkg/"
+cp -r xgr2 tests docs "$pkg/"  # docs: the keyword table test reads docs/json_schema.md
 rm -f "$pkg"/xgr2/_core*.so
 cp "$build"/_core*.so "$pkg/xgr2/"
 cd "$pkg"
