@@ -523,13 +523,12 @@ class SchemaCompiler {
     return merged;
   }
 
-  // Flatten(Keep(AllOf(x, y)), ptr, depth) without the copies of x and y into a new
-  // allOf (each anyOf / oneOf branch of a large schema merges the keywords beside it;
-  // copying those per branch was a fifth of azure-pipelines' compile). `x` and `y` must
-  // outlive the compiler (Flatten keeps results by address).
-  const JsonValue* FlatAllOf(const JsonValue& x, const JsonValue& y, const std::string& ptr, int depth) {
-    if (depth > kMaxMergeDepth) Fail("allOf / $ref merges nested too deeply (a recursive allOf?)", ptr);
-    return MergeParts(Keep(Obj({})), {{&x, ptr + "/allOf/0"}, {&y, ptr + "/allOf/1"}}, depth);
+  // Flatten(Keep(AllOf(x, y)), ptr, 0) without the copies of x and y into a new allOf
+  // (each anyOf / oneOf branch of a large schema merges the keywords beside it; copying
+  // those per branch was a fifth of azure-pipelines' compile). `x` and `y` must outlive
+  // the compiler (Flatten keeps results by address).
+  const JsonValue* FlatAllOf(const JsonValue& x, const JsonValue& y, const std::string& ptr) {
+    return MergeParts(Keep(Obj({})), {{&x, ptr + "/allOf/0"}, {&y, ptr + "/allOf/1"}}, 0);
   }
 
   JsonValue Merge(const JsonValue& a, const JsonValue& b, const std::string& ptr, int depth) {
@@ -1019,7 +1018,7 @@ class SchemaCompiler {
       for (size_t i = 0; i < branches->items.size(); ++i) {
         std::string bp = ptr + "/" + k + "/" + std::to_string(i);
         const JsonValue* br = exclusive.empty() ? &branches->items[i] : exclusive[i];
-        if (rest) br = FlatAllOf(*rest, *br, bp, 0);
+        if (rest) br = FlatAllOf(*rest, *br, bp);
         if (!MayHaveValue(*br, bp)) continue;
         alts.push_back(Schema(*br, bp, depth));
       }
@@ -1075,7 +1074,7 @@ class SchemaCompiler {
                                                   const std::string& ptr) {
     std::vector<const JsonValue*> flat, out;
     // With the keywords beside the oneOf, so that a property they require can tell branches apart.
-    for (const JsonValue& br : branches) flat.push_back(rest ? FlatAllOf(*rest, br, "", 0) : Flatten(&br, "", 0));
+    for (const JsonValue& br : branches) flat.push_back(rest ? FlatAllOf(*rest, br, "") : Flatten(&br, "", 0));
     std::vector<bool> refused(branches.size(), false);
     for (size_t i = 0; i < branches.size(); ++i) {
       JsonValue parts = Arr({branches[i]});

@@ -571,15 +571,6 @@ int32_t EmitDfa(IrBuilder* b, const CharDfa& dfa,
     interior[s] = in_degree[s] == 1 && next[s] >= 0 && next[p] == s && states[p].accepting == states[s].accepting &&
                   same_ranges(by_target[p].begin()->second, by_target[s].begin()->second);
   }
-  // One expression per distinct character set: long automata repeat the same sets.
-  std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_exprs;
-  auto chars_of = [&](const std::vector<CodepointRange>& ranges) {
-    std::vector<std::pair<uint32_t, uint32_t>> key;
-    for (CodepointRange r : ranges) key.emplace_back(r.lo, r.hi);
-    auto [it, fresh] = char_exprs.try_emplace(std::move(key), -1);
-    if (fresh) it->second = chars(ranges);
-    return it->second;
-  };
   std::vector<int32_t> rules(n, -1);
   for (int32_t s = 0; s < n; ++s) {
     if (!interior[s]) rules[s] = b->NewRule(name + "_s" + std::to_string(s));
@@ -590,7 +581,7 @@ int32_t EmitDfa(IrBuilder* b, const CharDfa& dfa,
     while (end >= 0 && interior[end]) end = next[end], ++run;
     int32_t body;
     if (run > 1) {
-      int32_t c = chars_of(by_target[s].begin()->second);
+      int32_t c = chars(by_target[s].begin()->second);
       bool end_is_empty = states[end].accepting && states[end].edges.empty();
       if (states[s].accepting && end_is_empty) {
         body = b->Repeat(c, 0, run);
@@ -601,14 +592,14 @@ int32_t EmitDfa(IrBuilder* b, const CharDfa& dfa,
     } else {
       std::vector<int32_t> alts;
       for (const auto& [t, ranges] : by_target[s]) {
-        if (t != s) alts.push_back(b->Seq({chars_of(ranges), b->Ref(rules[t])}));
+        if (t != s) alts.push_back(b->Seq({chars(ranges), b->Ref(rules[t])}));
       }
       if (states[s].accepting) alts.push_back(b->Empty());
       body = b->Choice(alts);
       // A self-loop is a repetition inside the rule, not a call: a long run of such
       // characters then keeps no open rule calls.
       auto self = by_target[s].find(s);
-      if (self != by_target[s].end()) body = b->Seq({b->Star(chars_of(self->second)), body});
+      if (self != by_target[s].end()) body = b->Seq({b->Star(chars(self->second)), body});
     }
     b->SetBody(rules[s], body);
   }
