@@ -137,10 +137,25 @@ def validator_class(base):
     return jsonschema.validators.extend(base, {"pattern": ecma_pattern})
 
 
+def ecma_property_patterns(schema):
+    """``schema`` with each patternProperties pattern rewritten as ecma_pattern reads
+    patterns: jsonschema matches those keys (also for additionalProperties) with Python's
+    ``re.search``, where ``^[a-z]+$`` matches the key ``"a\\n"``."""
+    if isinstance(schema, list):
+        return [ecma_property_patterns(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: ecma_property_patterns(v) for k, v in schema.items()}
+    if isinstance(schema.get("patternProperties"), dict):
+        out["patternProperties"] = {_end_of_string(_python(p)): ecma_property_patterns(v)
+                                    for p, v in schema["patternProperties"].items()}
+    return out
+
+
 def is_valid(schema, value, formats=False) -> bool:
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     checker = cls.FORMAT_CHECKER if formats else None
-    return validator_class(cls)(schema, format_checker=checker).is_valid(value)
+    return validator_class(cls)(ecma_property_patterns(schema), format_checker=checker).is_valid(value)
 
 
 @functools.lru_cache(maxsize=None)
