@@ -93,7 +93,9 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(Kind kind, const std::string&
   if (!radii || std::find(radii->begin(), radii->end(), radius) == radii->end()) {
     if (radii && radii->size() >= kMaxRadii) return value;  // could not be found: not worth keeping
     auto grown = std::make_shared<TokenList>(radii ? *radii : TokenList{});
-    grown->push_back(radius);
+    // Ascending: a lookup tries the smallest balls first, and makes the distances
+    // (ByteDistances, lazily) only as far as the radius that matches.
+    grown->insert(std::lower_bound(grown->begin(), grown->end(), radius), radius);
     if (radii) {  // replaced in place: the index entries are immutable like the rest
       auto it = index_.find(index_key);
       bytes_ -= it->second->bytes;

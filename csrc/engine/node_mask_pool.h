@@ -53,8 +53,8 @@ class NodeMaskPool {
 
   // Structural entries are keyed by BallKey at the radius that their walk reached. A
   // lookup tries every radius stored with the node's `core` key (a small ball that
-  // indexes them); key_at(r) gives its key at radius r. A hit sets *radius to the
-  // radius that matched.
+  // indexes them), smallest first; key_at(r) gives its key at radius r. A hit sets
+  // *radius to the radius that matched.
   using KeyAt = std::function<std::string(int32_t)>;
   template <class T>
   std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius) {

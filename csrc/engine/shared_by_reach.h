@@ -48,7 +48,7 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
   if (!core.empty()) {
     if (auto found = pool.FindByReach<T>(kind, core, key_at, radius)) return found;
   }
-  std::shared_ptr<const T> value = compute(dist.data(), radius);
+  std::shared_ptr<const T> value = compute(dist.All(), radius);
   std::string key;
   if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(*radius);
   if (key.empty()) {

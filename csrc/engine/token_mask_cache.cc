@@ -98,8 +98,8 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   int32_t inner_radius = mask.inner->radius;
   std::string inner_key;
   if (inner_radius != INT32_MAX) {
-    inner_key = BallKey(fsm_, {node}, nullptr, ByteDistances(fsm_, {node}, nullptr, inner_radius, kMaxKeyNodes),
-                        inner_radius, kMaxKeyNodes);
+    ByteDistances inner_dist(fsm_, {node}, nullptr, inner_radius, kMaxKeyNodes);
+    inner_key = BallKey(fsm_, {node}, nullptr, inner_dist, inner_radius, kMaxKeyNodes);
   }
   int32_t radius = -1;
   auto compute = [&](const int32_t* dist, int32_t* r) -> List {

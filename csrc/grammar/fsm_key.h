@@ -1,6 +1,7 @@
 // Structural keys of automaton nodes, for sharing node masks across grammars
 // (XGrammar-2 §3.3, the cross-grammar cache), bounded by how far a walk looked.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -17,9 +18,11 @@ namespace xgr2 {
 //
 // Only the balls a key can be made of are explored: distances are exact up to the
 // first radius past `max_radius` or whose ball has more than `max_nodes` nodes, and
-// INT32_MAX beyond (a walk that reaches there gets no key either way). The array is a
-// per-thread scratch, reset on destruction only where it was written, so the cost
-// follows the nodes inside those bounds, not the size of the automata.
+// INT32_MAX beyond (a walk that reaches there gets no key either way). They are made
+// lazily, radius by radius: a cache lookup that matches a small ball never explores
+// the large one a classification walk needs. The array is a per-thread scratch, reset
+// on destruction only where it was written, so the cost follows the nodes inside those
+// bounds, not the size of the automata.
 class ByteDistances {
  public:
   ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
@@ -28,14 +31,28 @@ class ByteDistances {
   ByteDistances(const ByteDistances&) = delete;
   ByteDistances& operator=(const ByteDistances&) = delete;
 
-  // Indexed by node, fsm.NumNodes() entries.
-  const int32_t* data() const { return dist_; }
-  int32_t operator[](int32_t node) const { return dist_[node]; }
+  // Indexed by node, fsm.NumNodes() entries: exact for every node within `radius`
+  // (within the bounds), and more than `radius` for every other node.
+  const int32_t* UpTo(int32_t radius);
+  // Every distance within the bounds.
+  const int32_t* All() { return UpTo(max_radius_); }
+  // Whether the ball of `radius` has more than max_nodes nodes (so it has no key).
+  bool TooLarge(int32_t radius) {
+    UpTo(radius);
+    return too_large_from_ <= radius;
+  }
+  int32_t max_nodes() const { return max_nodes_; }
   struct Scratch;
 
  private:
+  const GrammarFsm& fsm_;
+  const std::vector<std::vector<int32_t>>* call_targets_;
+  int32_t max_radius_, max_nodes_;
+  int32_t level_ = 0;    // the next distance to settle
+  int32_t settled_ = 0;  // nodes settled so far
+  bool done_ = false;
+  int32_t too_large_from_ = INT32_MAX;  // the first radius whose ball has too many nodes
   Scratch* scratch_;
-  const int32_t* dist_;
 };
 
 // The structure within `radius` of the roots (dist from ByteDistances with the same
@@ -47,7 +64,7 @@ class ByteDistances {
 // rules go on beyond: a classification walk that stayed within `radius` is shared by
 // all of them. "" past `max_nodes` nodes.
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                    const std::vector<std::vector<int32_t>>* call_targets, const ByteDistances& dist,
+                    const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
                     int32_t radius, int32_t max_nodes);
 
 // The whole automata, serialized: equal for grammars that parse alike in every
