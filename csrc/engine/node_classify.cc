@@ -1,6 +1,7 @@
 #include "engine/node_classify.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 
 #include "engine/looping_slice.h"
@@ -159,6 +160,8 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   // the accepted part) and the crossing ones come out as from the whole trie.
   SliceUse use = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : SliceUse{};
   auto mask = std::make_shared<InnerMask>();
+  static std::atomic<uint64_t> next_id{1};
+  mask->id = next_id.fetch_add(1, std::memory_order_relaxed);
   std::vector<int32_t> accepted;
   MemoPath memo_path(parser, sets, max_depth, *sets[0], &ended);
   auto step = [&](size_t d, uint8_t byte) {
@@ -210,7 +213,6 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     mask->accepted.words = std::move(words);
   }
   mask->crossing.shrink_to_fit();
-  mask->radius = dist ? reached : INT32_MAX;
   if (radius) *radius = reached;
   return mask;
 }

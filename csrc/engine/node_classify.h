@@ -32,7 +32,10 @@ struct AcceptedSet {
 // The context-free part of a node's classification.
 struct InnerMask {
   AcceptedSet accepted;
-  int32_t radius = 0;  // how far (ByteDistances) its classification walk reached
+  // Unique to this object (never reused in the process): a context walk from its crossing
+  // tokens is keyed by it, which names the crossing tokens exactly without writing out
+  // the structure that decided them.
+  uint64_t id = 0;
   // Trie nodes (preorder, ascending) whose subtree the inner parse rejects after its
   // rule could have ended on the way: the tokens there may go on in the callers'
   // context, so each grammar decides them against its own (see TokenMaskCache).

@@ -81,8 +81,8 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   // The node's uncertain tokens that can go on in this context (still a superset of
   // those the full parser accepts: past the callers' rules any context is assumed).
   // Shared through the pool when walked from the crossing tokens: that walk covers every
-  // token the context could accept, so what it reached plus what decided the crossing
-  // tokens (the classification's reach, its key appended) decide all of them. Narrowed
+  // token the context could accept, so what it reached plus the crossing tokens (named
+  // by the classification's id, appended to the key) decide all of them. Narrowed
   // from the node's uncertain tokens of every context (when precomputed), it is exact
   // here but has not looked at the tokens left out, so it is only looked up.
   std::vector<int32_t> roots = {node};
@@ -95,12 +95,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     std::unique_lock<std::shared_mutex> lock(context_mu_);
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
   }
-  int32_t inner_radius = mask.inner->radius;
-  std::string inner_key;
-  if (inner_radius != INT32_MAX) {
-    ByteDistances inner_dist(fsm_, {node}, nullptr, inner_radius, kMaxKeyNodes);
-    inner_key = BallKey(fsm_, {node}, nullptr, inner_dist, inner_radius, kMaxKeyNodes);
-  }
+  std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
   int32_t radius = -1;
   auto compute = [&](const int32_t* dist, int32_t* r) -> List {
     auto narrowed = std::make_shared<std::vector<int32_t>>();
@@ -117,11 +112,8 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     }
     return narrowed;
   };
-  // Without the classification's key, what decided the crossing tokens is unknown:
-  // nothing to share by reach (and no lookup, which would leave that part out).
-  found = inner_key.empty() ? compute(nullptr, &radius)
-                            : SharedByReach<TokenList>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_key, pool,
-                                                       NodeMaskPool::Kind::kContext, compute, &radius);
+  found = SharedByReach<TokenList>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_id, pool,
+                                   NodeMaskPool::Kind::kContext, compute, &radius);
   int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
   found = pool.Insert(NodeMaskPool::Kind::kSameList, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
