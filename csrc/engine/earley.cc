@@ -96,7 +96,7 @@ void EarleyParser::Add(int32_t node, const EarleySet* origin) {
       s_.table_stamp[i] = s_.stamp;
       s_.table[i] = {node, origin};
       s_.work.push_back({node, origin});
-      if (dist_ && dist_[node] > *max_dist_) *max_dist_ = dist_[node];
+      Track(node);
       return;
     }
     if (s_.table[i].node == node && s_.table[i].origin == origin) return;
@@ -215,6 +215,17 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
   Close(out);
 }
 
+void EarleyParser::TrackDistance(ByteDistances* dist, int32_t* max) {
+  distances_ = dist;
+  dist_ = dist ? dist->Made() : nullptr;
+  max_dist_ = max;
+}
+
+void EarleyParser::RaiseDistance(int32_t node) {
+  int32_t d = dist_[node] == INT32_MAX ? distances_->Exact(node) : dist_[node];
+  if (d > *max_dist_) *max_dist_ = d;
+}
+
 bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out) {
   out->initial = false;
   if (prev.items.size() == 1) {
@@ -223,7 +234,7 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
     const EarleyItem& it = prev.items[0];
     int32_t t = fsm_.ByteTarget(it.node, byte);
     if (t < 0) return false;
-    if (dist_ && dist_[t] > *max_dist_) *max_dist_ = dist_[t];
+    Track(t);
     bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
     bool ends = fsm_.node_final[t];
     if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {

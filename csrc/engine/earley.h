@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "grammar/fsm.h"
+#include "grammar/fsm_key.h"
 
 namespace xgr2 {
 
@@ -97,9 +98,10 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
-  // From now on, raises *max to dist[node] for every item node a set gets: how far
-  // (see ByteDistances) into the automata the parse has looked.
-  void TrackDistance(const int32_t* dist, int32_t* max) { dist_ = dist, max_dist_ = max; }
+  // From now on, raises *max to the distance (ByteDistances) of every node a set gets
+  // an item at: how far into the automata the parse has looked. The distances are
+  // made as far as the parse looks, no farther.
+  void TrackDistance(ByteDistances* dist, int32_t* max);
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (a persistent `out` then needs KeepOrigins).
@@ -122,7 +124,14 @@ class EarleyParser {
   bool* watch_hit_ = nullptr;
   const EarleySet* generic_ = nullptr;
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
-  const int32_t* dist_ = nullptr;
+  // Raises *max_dist_ to `node`'s distance, made now if it was not yet.
+  void RaiseDistance(int32_t node);
+  void Track(int32_t node) {
+    if (dist_ && dist_[node] > *max_dist_) RaiseDistance(node);
+  }
+
+  ByteDistances* distances_ = nullptr;
+  const int32_t* dist_ = nullptr;  // its array: exact where made, INT32_MAX elsewhere
   int32_t* max_dist_ = nullptr;
 };
 

@@ -39,7 +39,7 @@ EarleySet* const* ClassifySets(size_t count) {
 
 ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                          const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
-                         bool memo, const int32_t* dist, int32_t* reached)
+                         bool memo, ByteDistances* dist, int32_t* reached)
     : parser_(fsm, ThreadScratch()), calls_(follow), memo_allowed_(memo) {
   if (dist) parser_.TrackDistance(dist, reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
@@ -136,7 +136,7 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
 }
 
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, const int32_t* dist, int32_t* radius) {
+                                         NodeMaskPool* pool, ByteDistances* dist, int32_t* radius) {
   EarleySet parent;
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
@@ -220,7 +220,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, const int32_t* dist, int32_t* radius) {
+                                     const InnerMask& inner, ByteDistances* dist, int32_t* radius) {
   std::vector<int32_t> uncertain;
   int32_t reached = 0;
   if (radius) *radius = 0;

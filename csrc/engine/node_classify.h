@@ -50,7 +50,7 @@ struct InnerMask {
 // on is accepted as a slice (looping_slice.h) and kept there. With `dist` (ByteDistances
 // from `node`), sets *radius to the largest distance of a node the walk had an item at.
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, const int32_t* dist = nullptr,
+                                         NodeMaskPool* pool, ByteDistances* dist = nullptr,
                                          int32_t* radius = nullptr);
 
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
@@ -63,7 +63,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, const int32_t* dist = nullptr,
+                                     const InnerMask& inner, ByteDistances* dist = nullptr,
                                      int32_t* radius = nullptr);
 
 // Scratch sets for the classification walks, one per depth, reused on a thread.
@@ -81,7 +81,7 @@ class ContextWalk {
   // With `memo`, pairs of states met before step without parsing (for long walks; it
   // starts at the first step).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
-              const std::vector<std::vector<int32_t>>& call_targets, bool memo, const int32_t* dist = nullptr,
+              const std::vector<std::vector<int32_t>>& call_targets, bool memo, ByteDistances* dist = nullptr,
               int32_t* reached = nullptr);
 
   // Extends the path at depth d by `byte`; false when both parses die. A pair of

@@ -24,9 +24,10 @@ inline size_t PoolBytes(const TokenList& list) { return sizeof(TokenList) + 4 * 
 
 // A walk's result shared through the vocabulary's pool, keyed by the structure the
 // walk reached from `roots` (BallKey): usually a few bytes around a node, so a schema's
-// `": " value` node is shared whatever properties follow it. `kind` is the
-// kind of result in the pool; compute(dist, &radius) walks. *radius: how far
-// the result's walk reached, -1 when unknown. `also` is appended to every key: whatever
+// `": " value` node is shared whatever properties follow it. `kind` is the kind of
+// result in the pool; compute(&dist, &radius) walks, making the roots' distances
+// (ByteDistances) only as far as it looks. *radius: how far the result's walk
+// reached, -1 when unknown. `also` is appended to every key: whatever
 // else the result depends on. `reach`: the most bytes a walk scans (the longest token);
 // an item after d bytes is at a node at most d away, so no farther distance matters.
 template <class T, class Compute>
@@ -48,7 +49,7 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
   if (!core.empty()) {
     if (auto found = pool.FindByReach<T>(kind, core, key_at, radius)) return found;
   }
-  std::shared_ptr<const T> value = compute(dist.All(), radius);
+  std::shared_ptr<const T> value = compute(&dist, radius);
   std::string key;
   if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(*radius);
   if (key.empty()) {

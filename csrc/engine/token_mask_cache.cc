@@ -36,7 +36,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
     int32_t radius = -1;
-    auto classify = [&](const int32_t* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, &pool, dist, r); };
+    auto classify = [&](ByteDistances* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, &pool, dist, r); };
     inner = SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool,
                                      NodeMaskPool::Kind::kInner, classify, &radius);
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
@@ -97,7 +97,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   }
   std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
   int32_t radius = -1;
-  auto compute = [&](const int32_t* dist, int32_t* r) -> List {
+  auto compute = [&](ByteDistances* dist, int32_t* r) -> List {
     auto narrowed = std::make_shared<std::vector<int32_t>>();
     if (mask.has_uncertain) {
       const std::vector<int32_t>& all = mask.uncertain;

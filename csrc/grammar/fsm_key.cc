@@ -198,6 +198,8 @@ const int32_t* ByteDistances::UpTo(int32_t radius) {
   return dist;
 }
 
+const int32_t* ByteDistances::Made() const { return scratch_->dist.data(); }
+
 ByteDistances::~ByteDistances() {
   for (int32_t n : scratch_->written) scratch_->dist[n] = INT32_MAX;
   scratch_->written.clear();
