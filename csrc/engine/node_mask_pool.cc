@@ -57,19 +57,18 @@ NodeMaskPool::Value NodeMaskPool::InsertAny(Kind kind, std::string_view key, Val
   return value;
 }
 
-NodeMaskPool::Value NodeMaskPool::FindByReachAny(Kind kind, const std::string& core, const KeyAt& key_at,
+NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const KeyAt& key_at,
                                                  int32_t* radius) {
   TokenList radii;  // copied: keys are made outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Value index = FindLocked(FullKey(Kind::kRadii, FullKey(kind, core)))) {
+    if (Value index = FindLocked(FullKey(Kind::kRadii, core))) {
       radii = *std::static_pointer_cast<const TokenList>(index);
     }
   }
   for (int32_t r : radii) {
-    std::string key = key_at(r);  // outside the lock
-    if (key.empty()) continue;
-    std::string full = FullKey(kind, key);
+    std::string full = key_at(r);  // outside the lock
+    if (full.empty()) continue;
     std::lock_guard<std::mutex> lock(mu_);
     if (Value found = FindLocked(full)) {
       ++hits_;
@@ -82,11 +81,10 @@ NodeMaskPool::Value NodeMaskPool::FindByReachAny(Kind kind, const std::string& c
   return nullptr;
 }
 
-NodeMaskPool::Value NodeMaskPool::InsertByReachAny(Kind kind, const std::string& core, int32_t radius,
-                                                   const std::string& key, Value value, int64_t bytes) {
+NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, int32_t radius, std::string full,
+                                                   Value value, int64_t bytes) {
   constexpr size_t kMaxRadii = 8;  // bounds the keys a lookup computes
-  std::string full = FullKey(kind, key);
-  std::string index_key = FullKey(Kind::kRadii, FullKey(kind, core));
+  std::string index_key = FullKey(Kind::kRadii, core);
   std::lock_guard<std::mutex> lock(mu_);
   if (Value found = FindLocked(full)) return found;
   auto radii = std::static_pointer_cast<const TokenList>(FindLocked(index_key));

@@ -54,18 +54,23 @@ class NodeMaskPool {
   // Structural entries are keyed by BallKey at the radius that their walk reached. A
   // lookup tries every radius stored with the node's `core` key (a small ball that
   // indexes them), smallest first; key_at(r) gives its key at radius r. A hit sets
-  // *radius to the radius that matched.
+  // *radius to the radius that matched. These keys are full keys: KeyPrefix(kind)
+  // first, so that long keys are made in one allocation, never copied.
+  static std::string_view KeyPrefix(Kind kind) {
+    static constexpr char kKinds[] = "icrnlg";  // every Kind's byte, in static storage
+    return {std::char_traits<char>::find(kKinds, sizeof(kKinds) - 1, static_cast<char>(kind)), 1};
+  }
   using KeyAt = std::function<std::string(int32_t)>;
   template <class T>
   std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius) {
     CheckType<T>(kind);
-    return std::static_pointer_cast<const T>(FindByReachAny(kind, core, key_at, radius));
+    return std::static_pointer_cast<const T>(FindByReachAny(core, key_at, radius));
   }
   template <class T>
-  std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, int32_t radius, const std::string& key,
+  std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, int32_t radius, std::string key,
                                          std::shared_ptr<const T> value, int64_t bytes) {
     CheckType<T>(kind);
-    return std::static_pointer_cast<const T>(InsertByReachAny(kind, core, radius, key, std::move(value), bytes));
+    return std::static_pointer_cast<const T>(InsertByReachAny(core, radius, std::move(key), std::move(value), bytes));
   }
 
   // Results for one grammar's automata, whatever text they came from, are keyed by the
@@ -107,9 +112,8 @@ class NodeMaskPool {
   };
   Value FindAny(Kind kind, std::string_view key);
   Value InsertAny(Kind kind, std::string_view key, Value value, int64_t bytes);
-  Value FindByReachAny(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius);
-  Value InsertByReachAny(Kind kind, const std::string& core, int32_t radius, const std::string& key, Value value,
-                         int64_t bytes);
+  Value FindByReachAny(const std::string& core, const KeyAt& key_at, int32_t* radius);
+  Value InsertByReachAny(const std::string& core, int32_t radius, std::string full, Value value, int64_t bytes);
   // Callers hold mu_.
   Value FindLocked(const std::string& full_key);
   void InsertLocked(std::string full_key, Value value, int64_t bytes);

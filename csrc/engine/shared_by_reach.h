@@ -39,10 +39,8 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
   // of its own, but its exact radius still keys the context walks that depend on it
   // (UncertainIn).
   ByteDistances dist(fsm, roots, call_targets, reach, kMaxKeyNodes);
-  auto key_at = [&](int32_t r) {
-    std::string key = BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes);
-    return key.empty() ? key : key + also;
-  };
+  const std::string_view prefix = NodeMaskPool::KeyPrefix(kind);
+  auto key_at = [&](int32_t r) { return BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes, prefix, also); };
   // The index of the stored radii: the ball of radius 1 tells most structures apart
   // (the bytes out of the node), so few radii are tried per lookup.
   std::string core = key_at(1);
@@ -57,7 +55,7 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
     return value;
   }
   int64_t bytes = static_cast<int64_t>(PoolBytes(*value));
-  return pool.InsertByReach<T>(kind, core, *radius, key, std::move(value), bytes);
+  return pool.InsertByReach<T>(kind, core, *radius, std::move(key), std::move(value), bytes);
 }
 
 // Makes the keys a pool lookup of each node's classification makes (its byte

@@ -26,7 +26,8 @@ KeyScratch& ThreadKeyScratch() {
 // See BallKey.
 std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                           const std::vector<std::vector<int32_t>>* call_targets, int32_t max_nodes,
-                          const int32_t* dist, int32_t radius) {
+                          const int32_t* dist, int32_t radius, std::string_view prefix,
+                          std::string_view suffix) {
   KeyScratch& scratch = ThreadKeyScratch();
   if (static_cast<int32_t>(scratch.id_of.size()) < fsm.NumNodes()) {
     scratch.id_of.assign(fsm.NumNodes(), 0);
@@ -77,8 +78,10 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     return stamp_of[start] == stamp ? id_of[start] : -1;
   };
   auto node_id = [&](int32_t n) { return stamp_of[n] == stamp ? id_of[n] : -1; };
-  std::string out(words * sizeof(int32_t), '\0');
-  char* p = out.data();
+  std::string out(prefix.size() + words * sizeof(int32_t) + suffix.size(), '\0');
+  std::memcpy(out.data(), prefix.data(), prefix.size());
+  std::memcpy(out.data() + out.size() - suffix.size(), suffix.data(), suffix.size());
+  char* p = out.data() + prefix.size();
   auto put = [&p](int32_t w) {
     std::memcpy(p, &w, sizeof(w));
     p += sizeof(w);
@@ -208,9 +211,9 @@ ByteDistances::~ByteDistances() {
 
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
-                    int32_t radius, int32_t max_nodes) {
+                    int32_t radius, int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
   if (max_nodes >= dist.max_nodes() && dist.TooLarge(radius)) return "";  // known without a walk
-  return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.UpTo(radius), radius);
+  return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.UpTo(radius), radius, prefix, suffix);
 }
 
 std::string Fingerprint(const GrammarFsm& fsm) {

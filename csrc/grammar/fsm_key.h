@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "grammar/fsm.h"
@@ -69,10 +70,12 @@ class ByteDistances {
 // node goes on. A parse that only ever has items at nodes within the radius looks at
 // nothing else, so it runs the same in every grammar with the same key, however the
 // rules go on beyond: a classification walk that stayed within `radius` is shared by
-// all of them. "" past `max_nodes` nodes.
+// all of them. "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix` (a
+// cache's full key in one allocation).
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
-                    int32_t radius, int32_t max_nodes);
+                    int32_t radius, int32_t max_nodes, std::string_view prefix = {},
+                    std::string_view suffix = {});
 
 // The whole automata, serialized: equal for grammars that parse alike in every
 // respect the mask cache can see (the same grammar compiled again, or rules that were
