@@ -55,12 +55,30 @@ int64_t ReachableSetBytes(const EarleySet& set);
 // continuation. False, leaving *out unspecified, past `max_items` items.
 bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out);
 
+// An item of an origin set waiting for `rule`: completing the rule there goes on at
+// `target` with `origin`.
+struct EarleyCaller {
+  int32_t rule;
+  int32_t target;
+  const EarleySet* origin;
+};
+
 // Reusable buffers for building sets; one per thread (see ThreadScratch()).
 struct EarleyScratch {
   std::vector<EarleyItem> work;
   std::vector<EarleyItem> table;  // open-addressing dedup of the set under construction
   std::vector<uint32_t> table_stamp;
   uint32_t stamp = 0;
+  // Origin sets completed against during one closure, each with its callers sorted by
+  // rule once it is completed against twice (see EarleyParser::Complete). Valid only
+  // within one Close: origins do not change during it, scratch sets do between calls.
+  struct OriginCallers {
+    const EarleySet* set;
+    bool indexed;
+    std::vector<EarleyCaller> callers;
+  };
+  std::vector<OriginCallers> origins;
+  size_t num_origins = 0;
 };
 
 // This thread's scratch buffers.
@@ -115,6 +133,8 @@ class EarleyParser {
   bool AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out);
   void Add(int32_t node, const EarleySet* origin);
   void Close(EarleySet* out);
+  // The items of `origin` waiting for `rule` go on (the completer step).
+  void Complete(const EarleySet& origin, int32_t rule);
 
   void BeginSet();
 
