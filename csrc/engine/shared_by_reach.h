@@ -58,11 +58,10 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
   return pool.InsertByReach<T>(kind, core, *radius, std::move(key), std::move(value), bytes);
 }
 
-// Makes the keys a pool lookup of each node's classification makes (its byte
-// distances up to `reach`, the longest token, the radius-1 index key and the key at
-// `radius`), `repeats` times; returns
-// the number of nodes keyed per repeat. For benchmarks: the cost per key should not
-// grow with the automata.
+// Makes the keys a pool lookup of each node's classification makes (the radius-1
+// index key and the key at `radius`, with the byte distances they need; `reach`, the
+// longest token, bounds them), `repeats` times; returns the number of nodes keyed per
+// repeat. For benchmarks: the cost per key should not grow with the automata.
 int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats);
 
 }  // namespace xgr2
