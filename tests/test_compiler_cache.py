@@ -1,6 +1,7 @@
 """The compile cache (LRU, byte limit, thread-safe, statistics) and pickled compiled grammars."""
 
 import pickle
+import re
 import threading
 
 import numpy as np
@@ -90,3 +91,20 @@ def test_tokenizer_info_pickles(llama3_tokenizer_info):
     assert restored.decoded_vocab == llama3_tokenizer_info.decoded_vocab
     assert restored.stop_token_ids == llama3_tokenizer_info.stop_token_ids
     assert restored.vocab_type == "byte_level"
+
+
+def test_rule_automata_shared_across_grammars_keep_inlined_rules_apart(byte_tokenizer_info):
+    # Rule automata are shared process-wide by a key of the rule's body. An inlined
+    # empty rule once wrote the same key words as a reference to the first rule, so
+    # `"a" e | "b" r` and `"a" r | "b" e` shared one automaton: whichever compiled second
+    # took the other's language (a Hypothesis run of test_regex_dfa.py hit it).
+    tail = '\ne ::= ""\nr ::= "x" r | "y"'
+    languages = {'root ::= "a" e | "b" r': r"a|bx*y", 'root ::= "a" r | "b" e': r"ax*y|b"}
+    texts = ["", "a", "b", "ay", "by", "axy", "bxy", "ax", "bx"]
+    for _ in range(2):  # each grammar compiled after the other
+        for text, pattern in languages.items():
+            start = xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=0).compile(text + tail).initial_state()
+            for s in texts:
+                state = start.try_advance_bytes(s.encode())
+                got = state is not None and state.can_terminate
+                assert got == (re.fullmatch(pattern, s) is not None), (text, s)

@@ -351,6 +351,12 @@ class IrKeyWriter {
 
   void Write(int32_t id) {
     const Expr& e = g_.exprs[id];
+    // An inlined rule is its body, written in place as NfaBuilder copies it, with no
+    // mark of its own: every kind's words are self-delimiting, so the key stays
+    // unambiguous. (Writing the reference's kind first made an inlined `""` (kind 0)
+    // read like a reference to the first rule (index 0): `[a] X | [b] ""` and
+    // `[a] "" | [b] X` shared one automaton.)
+    if (e.kind == ExprKind::kRuleRef && inlined_[e.rule]) return Write(g_.rules[e.rule].body);
     Put(static_cast<int32_t>(e.kind));
     switch (e.kind) {
       case ExprKind::kEmpty:
@@ -361,7 +367,6 @@ class IrKeyWriter {
       case ExprKind::kToken:
         return PutRanges(e);
       case ExprKind::kRuleRef: {
-        if (inlined_[e.rule]) return Write(g_.rules[e.rule].body);
         auto it = std::find(refs_.begin(), refs_.end(), e.rule);
         Put(static_cast<int32_t>(it - refs_.begin()));
         if (it == refs_.end()) refs_.push_back(e.rule);
