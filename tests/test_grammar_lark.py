@@ -451,8 +451,11 @@ def test_random_grammars_round_trip_and_agree_with_lark(ast, rnd):
     try:
         g = xgr2.Grammar.from_ebnf(text)
     except xgr2.GrammarError as e:
-        assert "derive" in str(e) or "nothing" in str(e), f"valid EBNF rejected: {e}\n{text}"
-        assume(False)  # the root derives no string
+        # The root derives no string, or the grammar passes a documented limit (docs/limits.md:
+        # nested repetitions of overlapping alternatives such as `(x | y){2,4}{2,}` can need
+        # more than 10,000,000 NFA states to determinize): refused with a clear error.
+        assert "derive" in str(e) or "nothing" in str(e) or "too large" in str(e), f"valid EBNF rejected: {e}\n{text}"
+        assume(False)
     reprinted = str(g)
     again = xgr2.Grammar.from_ebnf(reprinted)
     assert str(again) == reprinted, f"printing is not stable:\n{text}\n->\n{reprinted}\n->\n{again}"
