@@ -85,7 +85,8 @@ def branch_orders(schema) -> list[dict[str, int]]:
     orders = [whole]
     if isinstance(schema, dict):
         for key in ("anyOf", "oneOf"):
-            for branch in schema.get(key, []) if isinstance(schema.get(key), list) else []:
+            branches = schema.get(key)
+            for branch in branches if isinstance(branches, list) else []:
                 own = property_order(branch)
                 for name in whole:
                     own.setdefault(name, len(own))

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "grammar/fsm_key.h"
+
 namespace xgr2 {
 
 EarleySet::~EarleySet() {

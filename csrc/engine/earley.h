@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "grammar/fsm.h"
-#include "grammar/fsm_key.h"
 
 namespace xgr2 {
 
+class ByteDistances;  // grammar/fsm_key.h
 class EarleySet;
 
 struct EarleyItem {
@@ -135,6 +135,11 @@ class EarleyParser {
   void Close(EarleySet* out);
   // The items of `origin` waiting for `rule` go on (the completer step).
   void Complete(const EarleySet& origin, int32_t rule);
+  // Raises *max_dist_ to `node`'s distance, made now if it was not yet.
+  void RaiseDistance(int32_t node);
+  void Track(int32_t node) {
+    if (dist_ && dist_[node] > *max_dist_) RaiseDistance(node);
+  }
 
   void BeginSet();
 
@@ -144,12 +149,6 @@ class EarleyParser {
   bool* watch_hit_ = nullptr;
   const EarleySet* generic_ = nullptr;
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
-  // Raises *max_dist_ to `node`'s distance, made now if it was not yet.
-  void RaiseDistance(int32_t node);
-  void Track(int32_t node) {
-    if (dist_ && dist_[node] > *max_dist_) RaiseDistance(node);
-  }
-
   ByteDistances* distances_ = nullptr;
   const int32_t* dist_ = nullptr;  // its array: exact where made, INT32_MAX elsewhere
   int32_t* max_dist_ = nullptr;

@@ -35,9 +35,8 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, con
                                        const std::vector<std::vector<int32_t>>* call_targets,
                                        const std::string& also, NodeMaskPool& pool, NodeMaskPool::Kind kind,
                                        Compute&& compute, int32_t* radius) {
-  // Not bounded by kMaxKeyRadius: a classification that reaches further gets no key
-  // of its own, but its exact radius still keys the context walks that depend on it
-  // (UncertainIn).
+  // Bounded by `reach`, not kMaxKeyRadius: the walk tracks its exact reach, and one
+  // past kMaxKeyRadius just gets no key.
   ByteDistances dist(fsm, roots, call_targets, reach, kMaxKeyNodes);
   const std::string_view prefix = NodeMaskPool::KeyPrefix(kind);
   auto key_at = [&](int32_t r) { return BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes, prefix, also); };

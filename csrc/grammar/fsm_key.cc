@@ -212,7 +212,8 @@ ByteDistances::~ByteDistances() {
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
                     int32_t radius, int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
-  if (max_nodes >= dist.max_nodes() && dist.TooLarge(radius)) return "";  // known without a walk
+  // A ball past dist's node limit is past any limit no larger: "" without a walk.
+  if (max_nodes <= dist.max_nodes() && dist.TooLarge(radius)) return "";
   return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.UpTo(radius), radius, prefix, suffix);
 }
 
