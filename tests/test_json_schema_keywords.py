@@ -74,10 +74,11 @@ KEYWORDS = [
      "branches that may overlap as anyOf [bi and not bj for each bj it may overlap]; provably disjoint pairs "
      "(types, constants, a required discriminator) need no `not`; `not bj` as for `not`, and `additionalProperties: "
      "false` negated within the names the other branch generates; refused where a `not bj` cannot be written"),
-    ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged; refused when two values cannot merge"),
+    ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged (item keywords position by position: a side's `items` also holds the other side's prefix); refused when two values cannot merge (e.g. two different `contains`)"),
     ("not", "exact", {"not": {"type": "object", "required": ["a"]}}, NEGATION_NOTE),
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
-     "JSON pointers (with ~0 ~1 and %-escapes), $id-relative, $anchor, recursion"),
+     "JSON pointers (with ~0 ~1 and %-escapes), $anchor, recursion; resolved against the base URI of the resource it stands in "
+     "(RFC 3986, the nearest `$id`), so `#/$defs/x` under an embedded `$id` names that resource's `$defs`; other documents are refused"),
     ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
     ("if", "exact", {"if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["n"]}, "else": {"maxProperties": 1}},
      "with then / else, as anyOf [if and then, (not if) and else]; `not if` as for `not`, refused where it cannot be written; "

@@ -19,6 +19,7 @@
 #include "frontends/number_range.h"
 #include "frontends/regex.h"
 #include "frontends/regex_dfa.h"
+#include "frontends/schema_refs.h"
 #include "grammar/repetition.h"
 #include "support/json.h"
 #include "support/utf8.h"
@@ -145,19 +146,24 @@ class SchemaCompiler {
   }
 
   // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
-  void IndexIds(const JsonValue& s) {
+  // Anchors are kept per resource (`base#name`; MakeRefsAbsolute made the `$id`s and
+  // `$ref`s of a document with resources absolute) and by name alone.
+  void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false) {
     if (s.IsObject()) {
       for (const std::string key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {  // id: draft 4
-        const JsonValue* v = s.Find(key);
+        const JsonValue* v = map ? nullptr : s.Find(key);
+        if (!v || !v->IsString() || v->text.empty()) continue;
         bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
-        if (v && v->IsString()) ids_[anchor ? "#" + v->text : v->text] = &s;
+        std::string name = anchor ? "#" + v->text : v->text;
+        if (key == "$id" && name[0] != '#') base = name;
+        ids_[name] = &s;
+        if (name[0] == '#') ids_[base + name] = &s;
       }
       for (const auto& [k, v] : s.members) {
-        if (k == "enum" || k == "const" || k == "examples" || k == "default") continue;
-        IndexIds(v);
+        if (map || !IsSchemaData(k)) IndexIds(v, base, !map && IsSchemaMap(k));
       }
     } else if (s.IsArray()) {
-      for (const JsonValue& item : s.items) IndexIds(item);
+      for (const JsonValue& item : s.items) IndexIds(item, base);
     }
   }
 
@@ -220,24 +226,33 @@ class SchemaCompiler {
     std::string base = hash == std::string::npos ? ref : ref.substr(0, hash);
     std::string frag = hash == std::string::npos ? "" : ref.substr(hash + 1);
     const JsonValue* node = &root_;
-    if (!base.empty()) {
+    if (!base.empty() && base != kUnnamedDocument) {
       node = nullptr;
-      for (const auto& [id, n] : ids_) {  // exact id, or an id that ends with the reference
-        if (id == base || (id.size() > base.size() && id.compare(id.size() - base.size(), base.size(), base) == 0 &&
-                           id[id.size() - base.size() - 1] == '/')) {
-          node = n;
-          break;
+      // The resource with that id; else (a name relative to a document that has no $id
+      // of its own) an id that ends with the reference.
+      auto exact = ids_.find(base);
+      std::string tail = RefForMessage(base);
+      if (exact != ids_.end()) {
+        node = exact->second;
+      } else {
+        for (const auto& [id, n] : ids_) {
+          if (id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0 &&
+              id[id.size() - tail.size() - 1] == '/') {
+            node = n;
+            break;
+          }
         }
       }
-      if (!node) Fail("$ref `" + ref + "` names a document that is not in this schema", ptr);
+      if (!node) Fail("$ref `" + RefForMessage(ref) + "` names a document that is not in this schema", ptr);
     }
     if (!frag.empty() && frag[0] != '/') {
-      auto it = ids_.find("#" + frag);
-      if (it == ids_.end()) Fail("$ref `" + ref + "`: no $anchor `" + frag + "`", ptr);
-      *target_ptr = ref;
+      auto it = ids_.find(base + "#" + frag);
+      if (it == ids_.end()) it = ids_.find("#" + frag);
+      if (it == ids_.end()) Fail("$ref `" + RefForMessage(ref) + "`: no $anchor `" + frag + "`", ptr);
+      *target_ptr = RefForMessage(ref);
       return it->second;
     }
-    *target_ptr = frag.empty() ? ref : frag;
+    *target_ptr = frag.empty() ? RefForMessage(ref) : frag;
     return FollowPointer(node, frag, ptr);
   }
 
@@ -541,6 +556,7 @@ class SchemaCompiler {
     };
     for (const auto& [k, v] : b.members) {
       if (!kValidating.count(k)) continue;
+      if (k == "items" || k == "prefixItems" || k == "additionalItems") continue;  // MergeArrayItems
       if (k == kNotPattern || k == kMorePatterns) {  // lists (also grown by `pattern` below): joined
         const JsonValue* have = out.Find(k);
         JsonValue list = have ? *have : Arr({});
@@ -628,8 +644,7 @@ class SchemaCompiler {
         }
         set("enum", both);
         if (k == "const") out = WithoutKey(out, "const");
-      } else if (k == "items" || k == "additionalProperties" || k == "additionalItems" || k == "propertyNames" ||
-                 k == "contains" || k == "unevaluatedProperties") {
+      } else if (k == "additionalProperties" || k == "propertyNames" || k == "unevaluatedProperties") {
         set(k, AllOf(*mine, v));
       } else if (k == "uniqueItems") {
         set(k, mine->boolean ? *mine : v);
@@ -675,11 +690,51 @@ class SchemaCompiler {
         Unsupported("allOf with two different `" + k + "` values", ptr);
       }
     }
+    MergeArrayItems(a, b, &out);
     ConstrainAdditional(a, &out, ptr);
     ConstrainAdditional(b, &out, ptr);
     ConstrainOtherPatterns(a, b, &out, ptr);
     ConstrainOtherPatterns(b, a, &out, ptr);
     return out;
+  }
+
+  // The item keywords of one schema, read as ArrayExpr reads them: a prefix of
+  // per-position schemas (`prefixItems`, or Draft 4-7's `items` array) and the schema of
+  // every later position (`items`, or `additionalItems` after an `items` array); null
+  // where a keyword is absent (anything goes).
+  struct ItemSchemas {
+    const JsonValue* prefix = nullptr;
+    const JsonValue* rest = nullptr;
+  };
+  static ItemSchemas ItemSchemasOf(const JsonValue& s) {
+    const JsonValue* items = s.Find("items");
+    if (items && items->IsArray()) return {items, s.Find("additionalItems")};
+    const JsonValue* prefix = s.Find("prefixItems");
+    return {prefix && prefix->IsArray() ? prefix : nullptr, items};
+  }
+
+  // allOf of two schemas' item keywords, position by position: a side without a prefix
+  // applies its `items` to every position, also to those the other side's prefix names
+  // (`{allOf: [{prefixItems: [A]}], items: B}` holds item 0 to A and B). Written in the
+  // Draft 2020-12 form into `out` (a's keywords merged with b's).
+  static void MergeArrayItems(const JsonValue& a, const JsonValue& b, JsonValue* out) {
+    ItemSchemas x = ItemSchemasOf(a), y = ItemSchemasOf(b);
+    if (!y.prefix && !y.rest) return;  // out holds a's own
+    for (const char* k : {"items", "prefixItems", "additionalItems"}) *out = WithoutKey(*out, k);
+    auto both = [](const JsonValue* p, const JsonValue* q) -> std::optional<JsonValue> {
+      if (!p || !q) return p ? std::optional<JsonValue>(*p) : q ? std::optional<JsonValue>(*q) : std::nullopt;
+      return JsonEqual(*p, *q) ? *p : AllOf(*p, *q);
+    };
+    size_t nx = x.prefix ? x.prefix->items.size() : 0, ny = y.prefix ? y.prefix->items.size() : 0;
+    if (std::max(nx, ny) > 0) {
+      JsonValue prefix = Arr({});
+      for (size_t i = 0; i < std::max(nx, ny); ++i) {
+        std::optional<JsonValue> at = both(i < nx ? &x.prefix->items[i] : x.rest, i < ny ? &y.prefix->items[i] : y.rest);
+        prefix.items.push_back(at ? *at : BoolSchema(true));
+      }
+      out->members.emplace_back("prefixItems", std::move(prefix));
+    }
+    if (std::optional<JsonValue> rest = both(x.rest, y.rest)) out->members.emplace_back("items", std::move(*rest));
   }
 
   // A name that one side of a merge declares is an additional property of the other
@@ -2181,6 +2236,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
+  MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
   g->root = compiler.CompileRoot();

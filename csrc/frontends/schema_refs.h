@@ -1,0 +1,33 @@
+// $id scopes of a JSON Schema document (Draft 2020-12 §8.2): every `$ref` is resolved
+// against the base URI of the resource it stands in, so `#/$defs/x` inside a subschema
+// with its own `$id` names that resource's `$defs`, not the root document's.
+#pragma once
+#include <string>
+
+#include "support/json.h"
+
+namespace xgr2 {
+
+// The base URI of a document without a root `$id` (RFC 3986 needs an absolute base).
+inline constexpr const char* kUnnamedDocument = "https://xgr2.invalid/schema.json";
+
+// RFC 3986 §5.2: `ref` resolved against the absolute URI `base` (dot segments removed).
+std::string ResolveUri(const std::string& base, const std::string& ref);
+
+// If the document has an `$id` that names a resource (not a `#name` anchor), rewrites
+// each `$id` to its absolute URI and each `$ref` to an absolute URI reference, both
+// resolved against the enclosing resource's base ($id before $ref, as in Draft 2020-12);
+// enum, const, default and examples are data and stay as written. Returns whether it did.
+bool MakeRefsAbsolute(JsonValue* root);
+
+// Keywords of a schema object whose values are data, not schemas (never walked for
+// $id / $ref), and those whose values map names to schemas (`properties`, `$defs`, ...:
+// a member there named `default` or `$id` is a schema or a property, not a keyword).
+bool IsSchemaData(const std::string& key);
+bool IsSchemaMap(const std::string& key);
+
+// A reference as a message should show it: relative again when it lies in the unnamed
+// document's directory.
+std::string RefForMessage(const std::string& ref);
+
+}  // namespace xgr2
