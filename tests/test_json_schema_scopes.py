@@ -148,3 +148,10 @@ def test_refs_of_documents_without_ids_read_as_before():
     # Another document is refused, named as written (the document itself has no $id).
     with pytest.raises(xgr2.SchemaError, match=r"\$ref `other.json` names a document"):
         xgr2.Grammar.from_json_schema({"$defs": {"x": {"$id": "https://e.com/s.json"}}, "$ref": "other.json"})
+
+
+@pytest.mark.parametrize("schema", [{"allOf": [{"prefixItems": {}}], "items": {"type": "integer"}},
+                                    {"allOf": [{"items": {}}], "prefixItems": 3}])
+def test_malformed_prefix_items_in_a_merge_is_still_an_error(schema):
+    with pytest.raises(xgr2.SchemaError, match="prefixItems must be an array"):
+        xgr2.Grammar.from_json_schema(schema)

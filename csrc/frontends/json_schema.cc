@@ -718,6 +718,14 @@ class SchemaCompiler {
   // (`{allOf: [{prefixItems: [A]}], items: B}` holds item 0 to A and B). Written in the
   // Draft 2020-12 form into `out` (a's keywords merged with b's).
   static void MergeArrayItems(const JsonValue& a, const JsonValue& b, JsonValue* out) {
+    for (const JsonValue* side : {&a, &b}) {
+      const JsonValue* prefix = side->Find("prefixItems");
+      if (prefix && !prefix->IsArray()) {  // kept as written, for ArrayExpr's error
+        *out = WithoutKey(*out, "prefixItems");
+        out->members.emplace_back("prefixItems", *prefix);
+        return;
+      }
+    }
     ItemSchemas x = ItemSchemasOf(a), y = ItemSchemasOf(b);
     if (!y.prefix && !y.rest) return;  // out holds a's own
     for (const char* k : {"items", "prefixItems", "additionalItems"}) *out = WithoutKey(*out, k);
