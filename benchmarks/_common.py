@@ -40,7 +40,8 @@ def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
-        return "not installed"
+        module = sys.modules.get(dist)  # xgr2 imported from a checkout built in place
+        return f"{module.__version__} (source tree)" if module and hasattr(module, "__version__") else "not installed"
 
 
 # --------------------------------------------------------------------------- engines

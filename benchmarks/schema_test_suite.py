@@ -1,19 +1,20 @@
-"""xgr2's JSON Schema front end against the official JSON-Schema-Test-Suite (Draft 2020-12).
+"""JSON Schema front ends against the official JSON-Schema-Test-Suite (Draft 2020-12):
+xgr2, and with --peers xgrammar and llguidance from PyPI, with the same checks.
 
 The suite ships inside the `jsonschema` package's source distribution on PyPI; this
 script downloads it once (PyPI's simple index; cached under ~/.cache/xgr2) or reads a local
 copy (`--suite DIR`, the suite's tests/draft2020-12 folder). Not run in CI.
 
-Each schema is compiled with strict=False (JSON Schema's own semantics), compact layout.
-Each test's instance is written as compact JSON, its keys in the instance's order and
-then in the schema's declared order (xgr2 writes properties in declared order), and
-counted as
+Each schema is compiled with undeclared properties allowed (JSON Schema's own semantics:
+xgr2 strict=False, xgrammar strict_mode=False), compact layout. Each test's instance is
+written as compact JSON, its keys in the instance's order and then in the schema's
+declared order (xgr2 writes properties in declared order), and counted as
 - unsound: accepted although the suite says invalid (a defect, always);
-- narrower: rejected although valid (formats are asserted, integers have no fraction,
-  key orders: docs/json_schema.md);
-- or agreeing. Schemas xgr2 refuses (SchemaError) count apart.
+- narrower: rejected although valid (for xgr2: formats are asserted, integers have no
+  fraction, key orders: docs/json_schema.md);
+- or agreeing. Schemas an engine refuses count apart.
 
-    python benchmarks/schema_test_suite.py [--suite DIR] [--peers] [--verbose]
+    python benchmarks/schema_test_suite.py [--suite DIR] [--peers] [--verbose] [--write-results]
 """
 
 from __future__ import annotations

@@ -151,8 +151,8 @@ class SchemaCompiler {
   void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false) {
     if (s.IsObject()) {
       for (const std::string key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {  // id: draft 4
-        const JsonValue* v = map ? nullptr : s.Find(key);
-        if (!v || !v->IsString() || v->text.empty()) continue;
+        const JsonValue* v = s.Find(key);
+        if (map || !v || !v->IsString() || v->text.empty()) continue;  // map: names, not keywords
         bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
         std::string name = anchor ? "#" + v->text : v->text;
         if (key == "$id" && name[0] != '#') base = name;
@@ -231,10 +231,10 @@ class SchemaCompiler {
       // The resource with that id; else (a name relative to a document that has no $id
       // of its own) an id that ends with the reference.
       auto exact = ids_.find(base);
-      std::string tail = RefForMessage(base);
       if (exact != ids_.end()) {
         node = exact->second;
       } else {
+        std::string tail = RefForMessage(base);
         for (const auto& [id, n] : ids_) {
           if (id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0 &&
               id[id.size() - tail.size() - 1] == '/') {
@@ -730,7 +730,8 @@ class SchemaCompiler {
     if (!y.prefix && !y.rest) return;  // out holds a's own
     for (const char* k : {"items", "prefixItems", "additionalItems"}) *out = WithoutKey(*out, k);
     auto both = [](const JsonValue* p, const JsonValue* q) -> std::optional<JsonValue> {
-      if (!p || !q) return p ? std::optional<JsonValue>(*p) : q ? std::optional<JsonValue>(*q) : std::nullopt;
+      if (!p && !q) return std::nullopt;
+      if (!p || !q) return p ? *p : *q;
       return JsonEqual(*p, *q) ? *p : AllOf(*p, *q);
     };
     size_t nx = x.prefix ? x.prefix->items.size() : 0, ny = y.prefix ? y.prefix->items.size() : 0;

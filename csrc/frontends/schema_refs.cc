@@ -91,7 +91,6 @@ std::string RemoveDotSegments(std::string_view in) {
 
 bool NamesResource(const JsonValue* id) { return id && id->IsString() && !id->text.empty() && id->text[0] != '#'; }
 
-
 bool HasResourceId(const JsonValue& s, bool map) {
   if (s.IsArray()) {
     for (const JsonValue& x : s.items) {
