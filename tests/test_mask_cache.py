@@ -253,6 +253,54 @@ def test_node_masks_are_shared_as_far_as_the_tokens_reach():
     assert np.flatnonzero(allowed(last, len(vocab))).tolist() == [3, 4, 5, 6, 7]  # 1 12 , ,h ,hy
 
 
+def test_node_masks_are_shared_past_what_the_walk_reached():
+    # From the node after "[", the 4-space token reaches 4 bytes into the whitespace
+    # run, but on the other branch the walk stops after "2" (no token goes further).
+    # The classification depends on the nodes it reached only, so the second grammar,
+    # which differs 2 bytes after the "2" (within 4 bytes of the node), shares it; the
+    # third differs at a byte the walk tested ("3") and does not. Each mask is exact.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b"    "]
+    tok = xgr2.TokenizerInfo(vocab)
+    grammars = [f'root ::= "[" [ ]{{0,4}} ("1" | "{alt}") "]"' for alt in ("2xx", "2xy", "3xy")]
+    hits = []
+    for text in grammars:
+        expected = full_walk(text, tok).initial_state().advance_text("[").bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text("[")
+        before = tok.cross_grammar_cache_info().hits
+        assert np.array_equal(state.bitmask(), expected), text
+        hits.append(tok.cross_grammar_cache_info().hits - before)
+    assert hits == [0, 1, 0]
+
+
+def random_record_grammar(rng):
+    """A JSON-like record grammar: whitespace runs of random bounds, short keys over a
+    small alphabet and a few value kinds, so that many grammars share structure up to
+    some point and differ just past it."""
+    ws = f"[ \\n]{{0,{rng.randint(1, 6)}}}"
+    values = ['"\\"" [^"\\\\]* "\\""', "[0-9]+", '"true" | "false"', '"[" [0-9] ("," [0-9])* "]"', '"x"* "y"']
+    members = [
+        f'"\\"{"".join(rng.choice("abxy") for _ in range(rng.randint(1, 3)))}\\"" {ws} ":" {ws} ({rng.choice(values)})'
+        for _ in range(rng.randint(1, 3))
+    ]
+    body = f' {ws} "," {ws} '.join(members)
+    return f'root ::= "{{" {ws} {body} {ws} "}}"'
+
+
+def test_cross_grammar_cache_stays_exact_over_random_related_grammars():
+    # Many grammars that agree around a node and differ a few bytes further (where a
+    # walk may or may not reach): every mask from the shared cache equals the full walk.
+    rng = random.Random(7)
+    alphabet = ' \n{}[]":,abxy0123tfy'
+    tokens = {bytes([b]) for b in range(32, 127)} | {b"\n"}
+    while len(tokens) < 400:
+        tokens.add("".join(rng.choice(alphabet) for _ in range(rng.randint(2, 6))).encode())
+    tok = xgr2.TokenizerInfo(sorted(tokens))
+    for _ in range(14):
+        compare_walks(tok, random_record_grammar(rng), seeds=range(2), steps=25)
+    info = tok.cross_grammar_cache_info()
+    assert info.hits > 0 and info.misses > 0
+
+
 def test_a_grammar_compiled_again_reuses_its_masks(llama3_tokenizer_info):
     # A fresh compile of the same grammar (no compile cache) takes every node mask,
     # context list and uncertain-token walk from the cross-grammar cache: no misses.

@@ -67,7 +67,7 @@ int32_t CompiledGrammar::NumCachedNodeMasks() const {
 int32_t CompiledGrammar::NumAutomatonNodes() const { return impl_->fsm().NumNodes(); }
 
 int64_t CompiledGrammar::MakeLookupKeys(int32_t radius, int repeats) const {
-  return xgr2::MakeLookupKeys(impl_->fsm(), impl_->tokenizer->max_token_bytes(), radius, repeats);
+  return xgr2::MakeLookupKeys(impl_->fsm(), radius, repeats);
 }
 
 void CompiledGrammar::PrecomputeAll(int num_threads) const {

@@ -268,17 +268,6 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
   Close(out);
 }
 
-void EarleyParser::TrackDistance(ByteDistances* dist, int32_t* max) {
-  distances_ = dist;
-  dist_ = dist ? dist->Made() : nullptr;
-  max_dist_ = max;
-}
-
-void EarleyParser::RaiseDistance(int32_t node) {
-  int32_t d = dist_[node] == INT32_MAX ? distances_->Exact(node) : dist_[node];
-  if (d > *max_dist_) *max_dist_ = d;
-}
-
 bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out) {
   out->initial = false;
   if (prev.items.size() == 1) {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "grammar/fsm.h"
+#include "grammar/fsm_key.h"
 
 namespace xgr2 {
 
-class ByteDistances;  // grammar/fsm_key.h
 class EarleySet;
 
 struct EarleyItem {
@@ -116,10 +116,9 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
-  // From now on, raises *max to the distance (ByteDistances) of every node a set gets
-  // an item at: how far into the automata the parse has looked. The distances are
-  // made as far as the parse looks, no farther.
-  void TrackDistance(ByteDistances* dist, int32_t* max);
+  // From now on, puts into `reached` every node a set gets an item at: all of the
+  // automata the parse has looked at (what a cross-grammar key must describe).
+  void TrackReach(NodeSet* reached) { reached_ = reached; }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (a persistent `out` then needs KeepOrigins).
@@ -135,10 +134,8 @@ class EarleyParser {
   void Close(EarleySet* out);
   // The items of `origin` waiting for `rule` go on (the completer step).
   void Complete(const EarleySet& origin, int32_t rule);
-  // Raises *max_dist_ to `node`'s distance, made now if it was not yet.
-  void RaiseDistance(int32_t node);
   void Track(int32_t node) {
-    if (dist_ && dist_[node] > *max_dist_) RaiseDistance(node);
+    if (reached_) reached_->Insert(node);
   }
 
   void BeginSet();
@@ -149,9 +146,7 @@ class EarleyParser {
   bool* watch_hit_ = nullptr;
   const EarleySet* generic_ = nullptr;
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
-  ByteDistances* distances_ = nullptr;
-  const int32_t* dist_ = nullptr;  // its array: exact where made, INT32_MAX elsewhere
-  int32_t* max_dist_ = nullptr;
+  NodeSet* reached_ = nullptr;
 };
 
 }  // namespace xgr2

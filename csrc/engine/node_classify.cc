@@ -39,9 +39,9 @@ EarleySet* const* ClassifySets(size_t count) {
 
 ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                          const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
-                         bool memo, ByteDistances* dist, int32_t* reached)
+                         bool memo, NodeSet* reached)
     : parser_(fsm, ThreadScratch()), calls_(follow), memo_allowed_(memo) {
-  if (dist) parser_.TrackDistance(dist, reached);
+  parser_.TrackReach(reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   EarleySet* const* sets = ClassifySets(3 * max_depth);
   inner_sets_ = &sets[0];
@@ -136,13 +136,12 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
 }
 
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, ByteDistances* dist, int32_t* radius) {
+                                         NodeMaskPool* pool, NodeSet* reached) {
   EarleySet parent;
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
   parser.Watch(&parent, &ended);
-  int32_t reached = 0;
-  if (dist) parser.TrackDistance(dist, &reached);
+  parser.TrackReach(reached);
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   EarleySet* const* sets = ClassifySets(max_depth);
   // Whether the rule could end after 1 to d bytes. Ending before any byte does not make
@@ -213,23 +212,20 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     mask->accepted.words = std::move(words);
   }
   mask->crossing.shrink_to_fit();
-  if (radius) *radius = reached;
   return mask;
 }
 
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, ByteDistances* dist, int32_t* radius) {
+                                     const InnerMask& inner, NodeSet* reached) {
   std::vector<int32_t> uncertain;
-  int32_t reached = 0;
-  if (radius) *radius = 0;
   if (inner.crossing.empty()) return uncertain;
   const TokenTrie& t = tok.trie();
   int64_t tokens = 0;  // under the crossing subtrees
   for (int32_t root : inner.crossing) tokens += t.first_pos[t.next[root]] - t.first_pos[root];
-  ContextWalk walk(fsm, tok, node, follow, call_targets, tokens >= static_cast<int64_t>(StateMemo::kMinTokens), dist,
-                   &reached);
+  ContextWalk walk(fsm, tok, node, follow, call_targets, tokens >= static_cast<int64_t>(StateMemo::kMinTokens),
+                   reached);
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
   // survived; consecutive subtrees share the part of that path they have in common.
@@ -253,7 +249,6 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
         [](int32_t) {});
   }
   uncertain.shrink_to_fit();
-  if (radius) *radius = reached;
   return uncertain;
 }
 

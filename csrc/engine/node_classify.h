@@ -47,24 +47,21 @@ struct InnerMask {
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
 // through the token inside the node's rule and its callees; else "crossing" if the
 // rule could end on the way (see InnerMask). With `pool`, a dense class the node loops
-// on is accepted as a slice (looping_slice.h) and kept there. With `dist` (ByteDistances
-// from `node`), sets *radius to the largest distance of a node the walk had an item at.
+// on is accepted as a slice (looping_slice.h) and kept there. With `reached`, records
+// every node the walk had an item at.
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, ByteDistances* dist = nullptr,
-                                         int32_t* radius = nullptr);
+                                         NodeMaskPool* pool, NodeSet* reached = nullptr);
 
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
 // (where its callers continue), then, as those rules end, wherever any call of them
 // continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
 // With follow = call_targets[rule of node], every context of the grammar (context
 // expansion).
-// With `dist` (ByteDistances from the node and `follow`, with call_targets), sets
-// *radius to the largest distance of a node the walk had an item at.
+// With `reached`, records every node the walk had an item at.
 std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                      const std::vector<int32_t>& follow,
                                      const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, ByteDistances* dist = nullptr,
-                                     int32_t* radius = nullptr);
+                                     const InnerMask& inner, NodeSet* reached = nullptr);
 
 // Scratch sets for the classification walks, one per depth, reused on a thread.
 EarleySet* const* ClassifySets(size_t count);
@@ -77,12 +74,11 @@ class ContextWalk {
  public:
   // `follow`: where the parse goes on when the node's rule ends (then, when those rules
   // end, at every call site: call_targets).
-  // With `dist`, *reached follows how far the walk goes (EarleyParser::TrackDistance).
+  // With `reached`, records the nodes the walk has items at (EarleyParser::TrackReach).
   // With `memo`, pairs of states met before step without parsing (for long walks; it
   // starts at the first step).
   ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const std::vector<int32_t>& follow,
-              const std::vector<std::vector<int32_t>>& call_targets, bool memo, ByteDistances* dist = nullptr,
-              int32_t* reached = nullptr);
+              const std::vector<std::vector<int32_t>>& call_targets, bool memo, NodeSet* reached = nullptr);
 
   // Extends the path at depth d by `byte`; false when both parses die. A pair of
   // states met before steps by its memo (StateMemo) without parsing.

@@ -57,23 +57,20 @@ NodeMaskPool::Value NodeMaskPool::InsertAny(Kind kind, std::string_view key, Val
   return value;
 }
 
-NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const KeyAt& key_at,
-                                                 int32_t* radius) {
-  TokenList radii;  // copied: keys are made outside the lock
+NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const Matches& matches) {
+  std::shared_ptr<const KeyList> keys;  // immutable: matched outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Value index = FindLocked(FullKey(Kind::kRadii, core))) {
-      radii = *std::static_pointer_cast<const TokenList>(index);
-    }
+    keys = std::static_pointer_cast<const KeyList>(FindLocked(FullKey(Kind::kReachIndex, core)));
   }
-  for (int32_t r : radii) {
-    std::string full = key_at(r);  // outside the lock
-    if (full.empty()) continue;
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Value found = FindLocked(full)) {
-      ++hits_;
-      *radius = r;
-      return found;
+  if (keys) {
+    for (const std::string& key : *keys) {
+      if (!matches(key)) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Value found = FindLocked(key)) {
+        ++hits_;
+        return found;
+      }
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -81,28 +78,29 @@ NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const 
   return nullptr;
 }
 
-NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, int32_t radius, std::string full,
-                                                   Value value, int64_t bytes) {
-  constexpr size_t kMaxRadii = 8;  // bounds the keys a lookup computes
-  std::string index_key = FullKey(Kind::kRadii, core);
+NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std::string full, Value value,
+                                                   int64_t bytes) {
+  std::string index_key = FullKey(Kind::kReachIndex, core);
   std::lock_guard<std::mutex> lock(mu_);
   if (Value found = FindLocked(full)) return found;
-  auto radii = std::static_pointer_cast<const TokenList>(FindLocked(index_key));
-  if (!radii || std::find(radii->begin(), radii->end(), radius) == radii->end()) {
-    if (radii && radii->size() >= kMaxRadii) return value;  // could not be found: not worth keeping
-    auto grown = std::make_shared<TokenList>(radii ? *radii : TokenList{});
-    // Ascending: a lookup tries the smallest balls first, and makes the distances
-    // (ByteDistances, lazily) only as far as the radius that matches.
-    grown->insert(std::lower_bound(grown->begin(), grown->end(), radius), radius);
-    if (radii) {  // replaced in place: the index entries are immutable like the rest
-      auto it = index_.find(index_key);
-      bytes_ -= it->second->bytes;
-      lru_.erase(it->second);
-      index_.erase(it);
-    }
-    int64_t index_bytes = static_cast<int64_t>(4 * grown->capacity());
-    InsertLocked(index_key, std::move(grown), index_bytes);
+  auto keys = std::static_pointer_cast<const KeyList>(FindLocked(index_key));
+  // Newest first: a workload going through many structures of one core (schemas whose
+  // keys differ past the first bytes) most likely meets the recent ones again.
+  auto grown = std::make_shared<KeyList>();
+  grown->push_back(full);
+  int64_t index_bytes = static_cast<int64_t>(full.size() + sizeof(std::string));
+  for (size_t i = 0; keys && i < keys->size() && grown->size() < kMaxKeysPerCore; ++i) {
+    if ((*keys)[i] == full) continue;
+    grown->push_back((*keys)[i]);
+    index_bytes += static_cast<int64_t>((*keys)[i].size() + sizeof(std::string));
   }
+  if (keys) {  // replaced: the index entries are immutable like the rest
+    auto it = index_.find(index_key);
+    bytes_ -= it->second->bytes;
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+  InsertLocked(index_key, std::move(grown), index_bytes);
   InsertLocked(std::move(full), value, bytes);
   return value;
 }

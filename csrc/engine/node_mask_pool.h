@@ -1,5 +1,5 @@
 // The cross-grammar cache (XGrammar-2 §3.3), one per vocabulary: a byte-bounded LRU
-// store of node masks, context token lists, walk results, radius indexes and grammar
+// store of node masks, context token lists, walk results, reach indexes and grammar
 // ids, shared by equal automaton structures across grammars.
 #pragma once
 #include <cstdint>
@@ -19,6 +19,7 @@ namespace xgr2 {
 struct InnerMask;   // node_classify.h
 struct TokenSlice;  // token_slice.h
 using TokenList = std::vector<int32_t>;
+using KeyList = std::vector<std::string>;
 
 // One byte-bounded store with least-recently-used eviction for every kind of shared
 // result. Entries are immutable and handed out as shared_ptr, so evicting one never
@@ -29,9 +30,9 @@ class NodeMaskPool {
 
   // What an entry holds; part of its key, and it fixes the value's type.
   enum class Kind : char {
-    kInner = 'i',      // InnerMask by structure (BallKey at its radius)
+    kInner = 'i',      // InnerMask by structure (ReachKey)
     kContext = 'c',    // TokenList: a node's uncertain tokens in a context, by structure
-    kRadii = 'r',      // TokenList: radii stored under a structural index key (`core`)
+    kReachIndex = 'r', // KeyList: the structural keys stored under an index key (`core`)
     kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
     kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
     kGrammarId = 'g',  // int64_t: GrammarId by automata fingerprint
@@ -51,26 +52,29 @@ class NodeMaskPool {
     return std::static_pointer_cast<const T>(InsertAny(kind, key, std::move(value), bytes));
   }
 
-  // Structural entries are keyed by BallKey at the radius that their walk reached. A
-  // lookup tries every radius stored with the node's `core` key (a small ball that
-  // indexes them), smallest first; key_at(r) gives its key at radius r. A hit sets
-  // *radius to the radius that matched. These keys are full keys: KeyPrefix(kind)
-  // first, so that long keys are made in one allocation, never copied.
+  // Structural entries are keyed by the ReachKey of the nodes their walk reached. A
+  // lookup cannot make that key before walking, so the keys are indexed under the
+  // node's `core` key (the ball of radius 1, which tells most structures apart) and a
+  // lookup tries those stored there, newest first (at most kMaxKeysPerCore: the oldest
+  // goes): matches(key) says whether the grammar at hand has that structure. These
+  // keys are full keys: KeyPrefix(kind) first, so that long keys are made in one
+  // allocation, never copied.
+  static constexpr size_t kMaxKeysPerCore = 32;
   static std::string_view KeyPrefix(Kind kind) {
     static constexpr char kKinds[] = "icrnlg";  // every Kind's byte, in static storage
     return {std::char_traits<char>::find(kKinds, sizeof(kKinds) - 1, static_cast<char>(kind)), 1};
   }
-  using KeyAt = std::function<std::string(int32_t)>;
+  using Matches = std::function<bool(const std::string&)>;
   template <class T>
-  std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const KeyAt& key_at, int32_t* radius) {
+  std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const Matches& matches) {
     CheckType<T>(kind);
-    return std::static_pointer_cast<const T>(FindByReachAny(core, key_at, radius));
+    return std::static_pointer_cast<const T>(FindByReachAny(core, matches));
   }
   template <class T>
-  std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, int32_t radius, std::string key,
+  std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, std::string key,
                                          std::shared_ptr<const T> value, int64_t bytes) {
     CheckType<T>(kind);
-    return std::static_pointer_cast<const T>(InsertByReachAny(core, radius, std::move(key), std::move(value), bytes));
+    return std::static_pointer_cast<const T>(InsertByReachAny(core, std::move(key), std::move(value), bytes));
   }
 
   // Results for one grammar's automata, whatever text they came from, are keyed by the
@@ -112,8 +116,8 @@ class NodeMaskPool {
   };
   Value FindAny(Kind kind, std::string_view key);
   Value InsertAny(Kind kind, std::string_view key, Value value, int64_t bytes);
-  Value FindByReachAny(const std::string& core, const KeyAt& key_at, int32_t* radius);
-  Value InsertByReachAny(const std::string& core, int32_t radius, std::string full, Value value, int64_t bytes);
+  Value FindByReachAny(const std::string& core, const Matches& matches);
+  Value InsertByReachAny(const std::string& core, std::string full, Value value, int64_t bytes);
   // Callers hold mu_.
   Value FindLocked(const std::string& full_key);
   void InsertLocked(std::string full_key, Value value, int64_t bytes);

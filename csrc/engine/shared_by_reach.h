@@ -1,6 +1,6 @@
 // Sharing classification results across grammars (XGrammar-2 §3.3): a walk's result
 // is stored in the vocabulary's NodeMaskPool under the structure the walk reached
-// (BallKey), so every grammar with that structure there reuses it.
+// (ReachKey), so every grammar with that structure there reuses it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -14,53 +14,53 @@
 
 namespace xgr2 {
 
-// Keys of nodes reaching more automaton nodes than this are not computed (no sharing).
+// Walks that reach more automaton nodes than this are not shared.
 inline constexpr int32_t kMaxKeyNodes = 512;
-// Classifications that reach further from their node are not shared.
-inline constexpr int32_t kMaxKeyRadius = 256;
 
 inline size_t PoolBytes(const InnerMask& mask) { return mask.MemoryBytes(); }
 inline size_t PoolBytes(const TokenList& list) { return sizeof(TokenList) + 4 * list.capacity(); }
 
-// A walk's result shared through the vocabulary's pool, keyed by the structure the
-// walk reached from `roots` (BallKey): usually a few bytes around a node, so a schema's
-// `": " value` node is shared whatever properties follow it. `kind` is the kind of
-// result in the pool; compute(&dist, &radius) walks, making the roots' distances
-// (ByteDistances) only as far as it looks. *radius: how far the result's walk
-// reached, -1 when unknown. `also` is appended to every key: whatever
-// else the result depends on. `reach`: the most bytes a walk scans (the longest token);
-// an item after d bytes is at a node at most d away, so no farther distance matters.
+// A walk's result shared through the vocabulary's pool, keyed by the structure of the
+// nodes the walk reached from `roots` (ReachKey): usually a few bytes around a node,
+// so a schema's `": " value` node is shared whatever properties follow it, and a node
+// before a bounded whitespace run whatever comes after the value. `kind` is the kind
+// of result in the pool; compute(&reached, &keep) walks, recording the nodes it has
+// items at, and sets keep = false for a result that must not be stored by structure.
+// `also` is appended to every key: whatever else the result depends on. Lookups go
+// through an index keyed by the ball of radius 1 (BallKey), which tells most
+// structures apart (the bytes out of the node), and try the reach keys stored there.
 template <class T, class Compute>
-std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, int32_t reach, const std::vector<int32_t>& roots,
+std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                                        const std::vector<std::vector<int32_t>>* call_targets,
                                        const std::string& also, NodeMaskPool& pool, NodeMaskPool::Kind kind,
-                                       Compute&& compute, int32_t* radius) {
-  // Bounded by `reach`, not kMaxKeyRadius: the walk tracks its exact reach, and one
-  // past kMaxKeyRadius just gets no key.
-  ByteDistances dist(fsm, roots, call_targets, reach, kMaxKeyNodes);
+                                       Compute&& compute) {
   const std::string_view prefix = NodeMaskPool::KeyPrefix(kind);
-  auto key_at = [&](int32_t r) { return BallKey(fsm, roots, call_targets, dist, r, kMaxKeyNodes, prefix, also); };
-  // The index of the stored radii: the ball of radius 1 tells most structures apart
-  // (the bytes out of the node), so few radii are tried per lookup.
-  std::string core = key_at(1);
+  std::string core;
+  {
+    ByteDistances dist(fsm, roots, call_targets, 1, kMaxKeyNodes);
+    core = BallKey(fsm, roots, call_targets, dist, 1, kMaxKeyNodes, prefix, also);
+  }
   if (!core.empty()) {
-    if (auto found = pool.FindByReach<T>(kind, core, key_at, radius)) return found;
+    auto matches = [&](const std::string& key) {
+      return MatchesReachKey(fsm, roots, call_targets, key, prefix.size(), also.size(), kMaxKeyNodes);
+    };
+    if (auto found = pool.FindByReach<T>(kind, core, matches)) return found;
   }
-  std::shared_ptr<const T> value = compute(&dist, radius);
-  std::string key;
-  if (!core.empty() && *radius >= 0 && *radius <= kMaxKeyRadius) key = key_at(*radius);
-  if (key.empty()) {
-    *radius = -1;
-    return value;
-  }
+  NodeSet reached(fsm.NumNodes());
+  bool keep = true;
+  std::shared_ptr<const T> value = compute(&reached, &keep);
+  if (core.empty() || !keep) return value;
+  std::string key = ReachKey(fsm, roots, call_targets, reached, kMaxKeyNodes, prefix, also);
+  if (key.empty()) return value;
   int64_t bytes = static_cast<int64_t>(PoolBytes(*value));
-  return pool.InsertByReach<T>(kind, core, *radius, std::move(key), std::move(value), bytes);
+  return pool.InsertByReach<T>(kind, core, std::move(key), std::move(value), bytes);
 }
 
-// Makes the keys a pool lookup of each node's classification makes (the radius-1
-// index key and the key at `radius`, with the byte distances they need; `reach`, the
-// longest token, bounds them), `repeats` times; returns the number of nodes keyed per
-// repeat. For benchmarks: the cost per key should not grow with the automata.
-int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t reach, int32_t radius, int repeats);
+// Makes the keys a pool lookup of each node's classification makes, `repeats` times:
+// the radius-1 index key (with the byte distances it needs) and the match of a stored
+// reach key, for a walk that reached every node within `radius`. Returns the number
+// of nodes keyed per repeat. For benchmarks: the cost per key should not grow with
+// the automata.
+int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t radius, int repeats);
 
 }  // namespace xgr2

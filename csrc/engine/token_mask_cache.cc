@@ -35,10 +35,8 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
-    int32_t radius = -1;
-    auto classify = [&](ByteDistances* dist, int32_t* r) { return ClassifyInner(fsm_, tok_, node, &pool, dist, r); };
-    inner = SharedByReach<InnerMask>(fsm_, tok_.max_token_bytes(), {node}, nullptr, "", pool,
-                                     NodeMaskPool::Kind::kInner, classify, &radius);
+    auto classify = [&](NodeSet* reached, bool*) { return ClassifyInner(fsm_, tok_, node, &pool, reached); };
+    inner = SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", pool, NodeMaskPool::Kind::kInner, classify);
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
     inner = pool.Insert(NodeMaskPool::Kind::kSameInner, same, std::move(inner), bytes);
   }
@@ -96,8 +94,7 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
   }
   std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
-  int32_t radius = -1;
-  auto compute = [&](ByteDistances* dist, int32_t* r) -> List {
+  auto compute = [&](NodeSet* reached, bool* keep) -> List {
     auto narrowed = std::make_shared<std::vector<int32_t>>();
     if (mask.has_uncertain) {
       const std::vector<int32_t>& all = mask.uncertain;
@@ -106,14 +103,13 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
           tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
           [&](size_t k) { narrowed->push_back(all[k]); });
       narrowed->shrink_to_fit();
-      *r = -1;
+      *keep = false;
     } else {
-      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, dist, r);
+      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, reached);
     }
     return narrowed;
   };
-  found = SharedByReach<TokenList>(fsm_, tok_.max_token_bytes(), roots, &call_targets_, inner_id, pool,
-                                   NodeMaskPool::Kind::kContext, compute, &radius);
+  found = SharedByReach<TokenList>(fsm_, roots, &call_targets_, inner_id, pool, NodeMaskPool::Kind::kContext, compute);
   int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
   found = pool.Insert(NodeMaskPool::Kind::kSameList, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);

@@ -3,11 +3,15 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace xgr2 {
 
 namespace {
+
+// The first word of a ReachKey (a BallKey's is its radius, never negative).
+constexpr int32_t kReachHeader = -2;
 
 // Per-thread scratch of the key makers, fetched once per call: every use of a
 // thread_local in a shared library costs a __tls_get_addr call (7% of a BFCL run's
@@ -16,6 +20,7 @@ struct KeyScratch {
   std::vector<int32_t> id_of, stamp_of;  // canonical ids by discovery order, reset by stamping
   int32_t stamp = 0;
   std::vector<int32_t> order;
+  std::vector<std::pair<int32_t, int32_t>> later;  // MatchesReachKey's checks left for the end
 };
 
 KeyScratch& ThreadKeyScratch() {
@@ -23,10 +28,12 @@ KeyScratch& ThreadKeyScratch() {
   return scratch;
 }
 
-// See BallKey.
+// See BallKey and ReachKey: the nodes `include` admits (the roots always), numbered
+// breadth-first; `header` is the key's first word (a ball's radius, or kReachHeader).
+template <class Include>
 std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                           const std::vector<std::vector<int32_t>>* call_targets, int32_t max_nodes,
-                          const int32_t* dist, int32_t radius, std::string_view prefix,
+                          const Include& include, int32_t header, std::string_view prefix,
                           std::string_view suffix) {
   KeyScratch& scratch = ThreadKeyScratch();
   if (static_cast<int32_t>(scratch.id_of.size()) < fsm.NumNodes()) {
@@ -43,7 +50,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
   std::vector<int32_t>& order = scratch.order;
   order.clear();
   auto visit = [&](int32_t n) {
-    if (stamp_of[n] == stamp || dist[n] > radius) return true;
+    if (stamp_of[n] == stamp || !include(n)) return true;
     if (static_cast<int32_t>(order.size()) >= max_nodes) return false;
     stamp_of[n] = stamp;
     id_of[n] = static_cast<int32_t>(order.size());
@@ -51,7 +58,11 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     return true;
   };
   for (int32_t root : roots) {
-    if (!visit(root)) return "";
+    if (stamp_of[root] == stamp) continue;
+    if (static_cast<int32_t>(order.size()) >= max_nodes) return "";
+    stamp_of[root] = stamp;
+    id_of[root] = static_cast<int32_t>(order.size());
+    order.push_back(root);
   }
   size_t words = 2 + roots.size();  // counted on the way: the key is written in place
   for (size_t k = 0; k < order.size(); ++k) {
@@ -86,7 +97,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     std::memcpy(p, &w, sizeof(w));
     p += sizeof(w);
   };
-  put(radius);
+  put(header);
   put(static_cast<int32_t>(roots.size()));
   for (int32_t root : roots) put(id_of[root]);
   for (int32_t n : order) {
@@ -214,7 +225,155 @@ std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     int32_t radius, int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
   // A ball past dist's node limit is past any limit no larger: "" without a walk.
   if (max_nodes <= dist.max_nodes() && dist.TooLarge(radius)) return "";
-  return SerializeFrom(fsm, roots, call_targets, max_nodes, dist.UpTo(radius), radius, prefix, suffix);
+  const int32_t* d = dist.UpTo(radius);
+  return SerializeFrom(
+      fsm, roots, call_targets, max_nodes, [d, radius](int32_t n) { return d[n] <= radius; }, radius, prefix,
+      suffix);
+}
+
+struct NodeSet::Scratch {
+  std::vector<uint8_t> mark;  // all zero between uses
+  std::vector<int32_t> nodes;
+};
+
+namespace {
+
+std::vector<std::unique_ptr<NodeSet::Scratch>>& FreeNodeSets() {
+  thread_local std::vector<std::unique_ptr<NodeSet::Scratch>> free;
+  return free;
+}
+
+}  // namespace
+
+NodeSet::NodeSet(int32_t num_nodes) {
+  auto& free = FreeNodeSets();
+  if (free.empty()) free.push_back(std::make_unique<Scratch>());
+  scratch_ = free.back().release();
+  free.pop_back();
+  if (static_cast<int32_t>(scratch_->mark.size()) < num_nodes) scratch_->mark.resize(num_nodes, 0);
+  mark_ = scratch_->mark.data();
+  nodes_ = &scratch_->nodes;
+  nodes_->clear();
+}
+
+NodeSet::~NodeSet() {
+  for (int32_t n : *nodes_) mark_[n] = 0;
+  nodes_->clear();
+  FreeNodeSets().emplace_back(scratch_);
+}
+
+std::string ReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                     const std::vector<std::vector<int32_t>>* call_targets, const NodeSet& reached,
+                     int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
+  if (static_cast<int32_t>(reached.size()) > max_nodes) return "";
+  return SerializeFrom(
+      fsm, roots, call_targets, max_nodes, [&reached](int32_t n) { return reached.Contains(n); }, kReachHeader,
+      prefix, suffix);
+}
+
+bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                     const std::vector<std::vector<int32_t>>* call_targets, std::string_view key,
+                     size_t prefix_size, size_t suffix_size, int32_t max_nodes) {
+  if (key.size() < prefix_size + suffix_size) return false;
+  // One pass over the key's words in the order ReachKey wrote them (SerializeFrom):
+  // this automata's nodes are numbered as the key numbers them, breadth-first from the
+  // roots along the edges whose target the key numbers, and each word is compared as
+  // it is made, so a key of another structure fails at its first difference. Ids that
+  // the key gives before they are assigned (a rule named by a start node found later)
+  // or withholds (-1: outside the set) are checked at the end.
+  const char* p = key.data() + prefix_size;
+  const char* end = key.data() + key.size() - suffix_size;
+  auto get = [&p, end](int32_t* w) {
+    if (end - p < static_cast<std::ptrdiff_t>(sizeof(int32_t))) return false;
+    std::memcpy(w, p, sizeof(int32_t));
+    p += sizeof(int32_t);
+    return true;
+  };
+  KeyScratch& scratch = ThreadKeyScratch();
+  if (static_cast<int32_t>(scratch.id_of.size()) < fsm.NumNodes()) {
+    scratch.id_of.assign(fsm.NumNodes(), 0);
+    scratch.stamp_of.assign(fsm.NumNodes(), 0);
+  }
+  if (++scratch.stamp == 0) {
+    std::fill(scratch.stamp_of.begin(), scratch.stamp_of.end(), 0);
+    scratch.stamp = 1;
+  }
+  const int32_t stamp = scratch.stamp;
+  int32_t* id_of = scratch.id_of.data();
+  int32_t* stamp_of = scratch.stamp_of.data();
+  std::vector<int32_t>& order = scratch.order;
+  order.clear();
+  std::vector<std::pair<int32_t, int32_t>>& later = scratch.later;  // (node, its id in the key, or -1)
+  later.clear();
+  // The key's id for node n: -1 leaves n for the end; otherwise n gets it now (the
+  // next id when new, in the order the key's numbering made them).
+  auto number = [&](int32_t n, int32_t id) {
+    if (id < 0) {
+      later.emplace_back(n, -1);
+      return true;
+    }
+    if (stamp_of[n] == stamp) return id_of[n] == id;
+    if (id != static_cast<int32_t>(order.size()) || id >= max_nodes) return false;
+    stamp_of[n] = stamp;
+    id_of[n] = id;
+    order.push_back(n);
+    return true;
+  };
+  int32_t w = 0, count = 0;
+  if (!get(&w) || w != kReachHeader || !get(&count) || count != static_cast<int32_t>(roots.size())) return false;
+  for (int32_t root : roots) {  // SerializeFrom numbers every root first
+    if (stamp_of[root] != stamp) {
+      stamp_of[root] = stamp;
+      id_of[root] = static_cast<int32_t>(order.size());
+      order.push_back(root);
+    }
+  }
+  for (int32_t root : roots) {
+    if (!get(&w) || w != id_of[root]) return false;
+  }
+  // A rule named by id `w` (-1: its start outside the set) in a word written as
+  // `w + offset`.
+  auto rule_named = [&](int32_t rule, int32_t id) {
+    int32_t start = fsm.rule_start[rule];
+    if (id < 0 || stamp_of[start] != stamp) {
+      later.emplace_back(start, id);
+      return true;
+    }
+    return id_of[start] == id;
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    int32_t n = order[k];
+    int32_t final_word = 0, edges = 0;
+    if (!get(&final_word) || (final_word != 0) != (fsm.node_final[n] != 0)) return false;
+    if (final_word != 0 && !rule_named(fsm.node_rule[n], final_word - 2)) return false;
+    if (!get(&edges) || edges != fsm.edge_begin[n + 1] - fsm.edge_begin[n]) return false;
+    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      int32_t what = 0, target = 0, nullable = 0;
+      if (!get(&what) || !get(&target)) return false;
+      if (edge.rule < 0) {
+        if (what != (edge.lo << 8 | edge.hi) || !number(edge.target, target)) return false;
+        continue;
+      }
+      // SerializeFrom numbers the target before the callee's start.
+      if (what >= 0 || !number(edge.target, target)) return false;
+      int32_t callee = -1 - what;
+      if (callee >= 0 ? !number(fsm.rule_start[edge.rule], callee) : !rule_named(edge.rule, -1)) return false;
+      if (!get(&nullable) || nullable != fsm.rule_nullable[edge.rule]) return false;
+    }
+    if (call_targets && fsm.node_final[n]) {
+      const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
+      if (!get(&count) || count != static_cast<int32_t>(targets.size())) return false;
+      for (int32_t t : targets) {
+        if (!get(&w) || !number(t, w)) return false;
+      }
+    }
+  }
+  if (p != end) return false;  // the key has more nodes
+  for (auto [n, id] : later) {
+    if (id < 0 ? stamp_of[n] == stamp : (stamp_of[n] != stamp || id_of[n] != id)) return false;
+  }
+  return true;
 }
 
 std::string Fingerprint(const GrammarFsm& fsm) {

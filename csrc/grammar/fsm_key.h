@@ -19,9 +19,8 @@ namespace xgr2 {
 //
 // Only the balls a key can be made of are explored: distances are exact up to the
 // first radius past `max_radius` or whose ball has more than `max_nodes` nodes, and
-// INT32_MAX beyond (a walk that reaches there gets no key either way). They are made
-// lazily, radius by radius: a cache lookup that matches a small ball never explores
-// the large one a classification walk needs. The array is a per-thread scratch, reset
+// INT32_MAX beyond. They are made lazily, radius by radius, only as far as asked (the
+// mask cache asks for radius 1: its index keys). The array is a per-thread scratch, reset
 // on destruction only where it was written, so the cost follows the nodes inside those
 // bounds, not the size of the automata.
 class ByteDistances {
@@ -69,13 +68,59 @@ class ByteDistances {
 // nullable), edge targets (-1 past the radius) and, with `call_targets`, where a final
 // node goes on. A parse that only ever has items at nodes within the radius looks at
 // nothing else, so it runs the same in every grammar with the same key, however the
-// rules go on beyond: a classification walk that stayed within `radius` is shared by
-// all of them. "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix` (a
-// cache's full key in one allocation).
+// rules go on beyond (the mask cache indexes its ReachKeys by the ball of radius 1).
+// "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix` (a cache's full key
+// in one allocation).
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
                     int32_t radius, int32_t max_nodes, std::string_view prefix = {},
                     std::string_view suffix = {});
+
+// A set of automaton nodes with O(1) insert and lookup, on per-thread scratch reset
+// on destruction only where written (so its cost follows the nodes put in, not the
+// size of the automata). A classification walk records in one the nodes it has items
+// at (EarleyParser::TrackReach): what its result depends on.
+class NodeSet {
+ public:
+  explicit NodeSet(int32_t num_nodes);
+  ~NodeSet();
+  NodeSet(const NodeSet&) = delete;
+  NodeSet& operator=(const NodeSet&) = delete;
+
+  void Insert(int32_t n) {
+    if (!mark_[n]) mark_[n] = 1, nodes_->push_back(n);
+  }
+  bool Contains(int32_t n) const { return mark_[n] != 0; }
+  size_t size() const { return nodes_->size(); }
+  struct Scratch;
+
+ private:
+  Scratch* scratch_;
+  uint8_t* mark_;
+  std::vector<int32_t>* nodes_;
+};
+
+// The structure of the nodes in `reached` (a walk's NodeSet; the roots always), in
+// BallKey's form: numbered breadth-first from the roots along edges into the set, each
+// with its final flag and the rule it ends, byte ranges, callees (and nullability),
+// edge targets (-1 outside the set) and, with `call_targets`, where a final node goes
+// on. A parse that has items only at these nodes looks at nothing else, so it runs
+// the same in every grammar whose structure there has the same key, whatever lies
+// outside: unlike a ball, the key leaves out what the walk never reached within its
+// radius (past a bounded whitespace run, the next property of a schema), so more
+// grammars share it. "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix`.
+std::string ReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                     const std::vector<std::vector<int32_t>>* call_targets, const NodeSet& reached,
+                     int32_t max_nodes, std::string_view prefix = {}, std::string_view suffix = {});
+
+// Whether this automata has, from `roots`, the structure of `key` (a ReachKey made
+// with the same prefix and suffix, possibly in another grammar): the nodes it names are
+// found by following the edges the key follows, and their ReachKey must be `key`
+// exactly. A lookup cannot know beforehand which nodes a stored walk reached; the key
+// itself says.
+bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
+                     const std::vector<std::vector<int32_t>>* call_targets, std::string_view key,
+                     size_t prefix_size, size_t suffix_size, int32_t max_nodes);
 
 // The whole automata, serialized: equal for grammars that parse alike in every
 // respect the mask cache can see (the same grammar compiled again, or rules that were
