@@ -1,5 +1,6 @@
 #include "grammar/fsm_key.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <memory>
@@ -21,6 +22,26 @@ struct KeyScratch {
   int32_t stamp = 0;
   std::vector<int32_t> order;
   std::vector<std::pair<int32_t, int32_t>> later;  // MatchesReachKey's checks left for the end
+
+  // Starts a numbering of an automata of `num_nodes` nodes: no node stamped yet.
+  void Begin(int32_t num_nodes) {
+    if (static_cast<int32_t>(id_of.size()) < num_nodes) {
+      id_of.assign(num_nodes, 0);
+      stamp_of.assign(num_nodes, 0);
+    }
+    if (++stamp == 0) {
+      std::fill(stamp_of.begin(), stamp_of.end(), 0);
+      stamp = 1;
+    }
+    order.clear();
+    later.clear();
+  }
+  // Gives `n` the next id.
+  void Number(int32_t n) {
+    stamp_of[n] = stamp;
+    id_of[n] = static_cast<int32_t>(order.size());
+    order.push_back(n);
+  }
 };
 
 KeyScratch& ThreadKeyScratch() {
@@ -36,33 +57,19 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
                           const Include& include, int32_t header, std::string_view prefix,
                           std::string_view suffix) {
   KeyScratch& scratch = ThreadKeyScratch();
-  if (static_cast<int32_t>(scratch.id_of.size()) < fsm.NumNodes()) {
-    scratch.id_of.assign(fsm.NumNodes(), 0);
-    scratch.stamp_of.assign(fsm.NumNodes(), 0);
-  }
-  if (++scratch.stamp == 0) {
-    std::fill(scratch.stamp_of.begin(), scratch.stamp_of.end(), 0);
-    scratch.stamp = 1;
-  }
+  scratch.Begin(fsm.NumNodes());
   const int32_t stamp = scratch.stamp;
   int32_t* id_of = scratch.id_of.data();
   int32_t* stamp_of = scratch.stamp_of.data();
   std::vector<int32_t>& order = scratch.order;
-  order.clear();
-  auto visit = [&](int32_t n) {
-    if (stamp_of[n] == stamp || !include(n)) return true;
+  auto visit = [&](int32_t n, bool always) {
+    if (stamp_of[n] == stamp || !(always || include(n))) return true;
     if (static_cast<int32_t>(order.size()) >= max_nodes) return false;
-    stamp_of[n] = stamp;
-    id_of[n] = static_cast<int32_t>(order.size());
-    order.push_back(n);
+    scratch.Number(n);
     return true;
   };
   for (int32_t root : roots) {
-    if (stamp_of[root] == stamp) continue;
-    if (static_cast<int32_t>(order.size()) >= max_nodes) return "";
-    stamp_of[root] = stamp;
-    id_of[root] = static_cast<int32_t>(order.size());
-    order.push_back(root);
+    if (!visit(root, true)) return "";
   }
   size_t words = 2 + roots.size();  // counted on the way: the key is written in place
   for (size_t k = 0; k < order.size(); ++k) {
@@ -71,14 +78,14 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
       const FsmEdge& edge = fsm.edges[e];
       words += edge.rule >= 0 ? 3 : 2;
-      if (!visit(edge.target)) return "";
-      if (edge.rule >= 0 && !visit(fsm.rule_start[edge.rule])) return "";
+      if (!visit(edge.target, false)) return "";
+      if (edge.rule >= 0 && !visit(fsm.rule_start[edge.rule], false)) return "";
     }
     if (call_targets && fsm.node_final[n]) {
       const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
       words += 1 + targets.size();
       for (int32_t t : targets) {
-        if (!visit(t)) return "";
+        if (!visit(t, false)) return "";
       }
     }
   }
@@ -212,8 +219,6 @@ const int32_t* ByteDistances::UpTo(int32_t radius) {
   return dist;
 }
 
-const int32_t* ByteDistances::Made() const { return scratch_->dist.data(); }
-
 ByteDistances::~ByteDistances() {
   for (int32_t n : scratch_->written) scratch_->dist[n] = INT32_MAX;
   scratch_->written.clear();
@@ -290,21 +295,12 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
     return true;
   };
   KeyScratch& scratch = ThreadKeyScratch();
-  if (static_cast<int32_t>(scratch.id_of.size()) < fsm.NumNodes()) {
-    scratch.id_of.assign(fsm.NumNodes(), 0);
-    scratch.stamp_of.assign(fsm.NumNodes(), 0);
-  }
-  if (++scratch.stamp == 0) {
-    std::fill(scratch.stamp_of.begin(), scratch.stamp_of.end(), 0);
-    scratch.stamp = 1;
-  }
+  scratch.Begin(fsm.NumNodes());
   const int32_t stamp = scratch.stamp;
   int32_t* id_of = scratch.id_of.data();
   int32_t* stamp_of = scratch.stamp_of.data();
   std::vector<int32_t>& order = scratch.order;
-  order.clear();
   std::vector<std::pair<int32_t, int32_t>>& later = scratch.later;  // (node, its id in the key, or -1)
-  later.clear();
   // The key's id for node n: -1 leaves n for the end; otherwise n gets it now (the
   // next id when new, in the order the key's numbering made them).
   auto number = [&](int32_t n, int32_t id) {
@@ -314,19 +310,13 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
     }
     if (stamp_of[n] == stamp) return id_of[n] == id;
     if (id != static_cast<int32_t>(order.size()) || id >= max_nodes) return false;
-    stamp_of[n] = stamp;
-    id_of[n] = id;
-    order.push_back(n);
+    scratch.Number(n);
     return true;
   };
   int32_t w = 0, count = 0;
   if (!get(&w) || w != kReachHeader || !get(&count) || count != static_cast<int32_t>(roots.size())) return false;
   for (int32_t root : roots) {  // SerializeFrom numbers every root first
-    if (stamp_of[root] != stamp) {
-      stamp_of[root] = stamp;
-      id_of[root] = static_cast<int32_t>(order.size());
-      order.push_back(root);
-    }
+    if (stamp_of[root] != stamp) scratch.Number(root);
   }
   for (int32_t root : roots) {
     if (!get(&w) || w != id_of[root]) return false;

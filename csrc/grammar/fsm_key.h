@@ -34,15 +34,6 @@ class ByteDistances {
   // Indexed by node, fsm.NumNodes() entries: exact for every node within `radius`
   // (within the bounds), and more than `radius` for every other node.
   const int32_t* UpTo(int32_t radius);
-  // The distances made so far: exact where not INT32_MAX (any value up to the next
-  // radius to settle is final in Dial's algorithm).
-  const int32_t* Made() const;
-  // `node`'s distance (INT32_MAX past the bounds), making distances until it is known.
-  int32_t Exact(int32_t node) {
-    const int32_t* dist = Made();
-    while (!done_ && dist[node] == INT32_MAX) UpTo(level_);
-    return dist[node];
-  }
   // Whether the ball of `radius` has more than max_nodes nodes (so it has no key).
   bool TooLarge(int32_t radius) {
     UpTo(radius);
