@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "grammar/fsm.h"
+#include "grammar/fsm_key.h"
+
 namespace xgr2 {
 namespace {
 
@@ -105,13 +108,34 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
   return value;
 }
 
-int64_t NodeMaskPool::GrammarId(const std::string& fingerprint) {
-  std::string full = FullKey(Kind::kGrammarId, fingerprint);
+namespace {
+
+struct GrammarIdentity {
+  std::shared_ptr<const GrammarFsm> fsm;
+  int64_t id;
+};
+
+}  // namespace
+
+int64_t NodeMaskPool::GrammarId(const std::shared_ptr<const GrammarFsm>& fsm) {
+  uint64_t hash = AutomataHash(*fsm);
+  std::string full = FullKey(Kind::kGrammarId, {reinterpret_cast<const char*>(&hash), sizeof(hash)});
+  std::shared_ptr<const GrammarIdentity> found;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    found = std::static_pointer_cast<const GrammarIdentity>(FindLocked(full));
+  }
+  // Confirmed outside the lock: a full comparison, only when the hashes agree.
+  if (found && (found->fsm == fsm || SameAutomata(*found->fsm, *fsm))) return found->id;
   std::lock_guard<std::mutex> lock(mu_);
-  if (Value found = FindLocked(full)) return *std::static_pointer_cast<const int64_t>(found);
-  auto id = std::make_shared<const int64_t>(next_grammar_id_++);
-  InsertLocked(std::move(full), id, sizeof(int64_t));
-  return *id;
+  auto identity = std::make_shared<const GrammarIdentity>(GrammarIdentity{fsm, next_grammar_id_++});
+  if (auto it = index_.find(full); it != index_.end()) {  // other automata with this hash: replaced
+    bytes_ -= it->second->bytes;
+    lru_.erase(it->second);
+    index_.erase(it);
+  }
+  InsertLocked(std::move(full), identity, AutomataBytes(*fsm));
+  return identity->id;
 }
 
 std::shared_ptr<const TokenSlice> NodeMaskPool::FindSlice(const std::string& key) const {

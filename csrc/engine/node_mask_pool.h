@@ -18,6 +18,7 @@ namespace xgr2 {
 
 struct InnerMask;   // node_classify.h
 struct TokenSlice;  // token_slice.h
+struct GrammarFsm;  // grammar/fsm.h
 using TokenList = std::vector<int32_t>;
 using KeyList = std::vector<std::string>;
 
@@ -35,7 +36,7 @@ class NodeMaskPool {
     kReachIndex = 'r', // KeyList: the structural keys stored under an index key (`core`)
     kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
     kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
-    kGrammarId = 'g',  // int64_t: GrammarId by automata fingerprint
+    kGrammarId = 'g',  // GrammarId's (automata, id) by AutomataHash
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -80,10 +81,12 @@ class NodeMaskPool {
   }
 
   // Results for one grammar's automata, whatever text they came from, are keyed by the
-  // automata's id (GrammarId of their Fingerprint) plus what they are about. A grammar
-  // compiled again reuses every node mask, context list and uncertain-token walk.
-  // Ids are never reused, also after an eviction or Clear.
-  int64_t GrammarId(const std::string& fingerprint);
+  // automata's id plus what they are about. Equal automata (SameAutomata) get one id, so
+  // a grammar compiled again reuses every node mask, context list and uncertain-token
+  // walk. The id's entry (under AutomataHash) holds the automata to confirm the next
+  // match with, so its bytes count like any entry's. Ids are never reused, also after
+  // an eviction or Clear.
+  int64_t GrammarId(const std::shared_ptr<const GrammarFsm>& fsm);
 
   // Token slices (token_slice.h) by SliceClass::Key: tokenizer data (like its trie)
   // rather than masks, so kept apart from the entries, their counters and Clear, at

@@ -11,11 +11,16 @@
 
 namespace xgr2 {
 
-TokenMaskCache::TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool)
-    : fsm_(fsm), tok_(tok), pool_(std::move(pool)), masks_(new std::atomic<const NodeMask*>[fsm.NumNodes()]) {
-  for (int32_t i = 0; i < fsm.NumNodes(); ++i) masks_[i].store(nullptr, std::memory_order_relaxed);
-  call_targets_.resize(fsm.rule_start.size());
-  for (const FsmEdge& e : fsm.edges) {
+TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const TokenizerInfo& tok,
+                               std::shared_ptr<NodeMaskPool> pool)
+    : fsm_(*fsm),
+      tok_(tok),
+      pool_(std::move(pool)),
+      grammar_id_(pool_->GrammarId(fsm)),
+      masks_(new std::atomic<const NodeMask*>[fsm->NumNodes()]) {
+  for (int32_t i = 0; i < fsm_.NumNodes(); ++i) masks_[i].store(nullptr, std::memory_order_relaxed);
+  call_targets_.resize(fsm_.rule_start.size());
+  for (const FsmEdge& e : fsm_.edges) {
     if (e.rule >= 0) call_targets_[e.rule].push_back(e.target);
   }
   for (auto& t : call_targets_) {
@@ -185,7 +190,6 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
 }
 
 std::string TokenMaskCache::SameKey(char tag, const void* what, size_t size) const {
-  std::call_once(grammar_id_once_, [&] { grammar_id_ = pool_->GrammarId(Fingerprint(fsm_)); });
   std::string key(reinterpret_cast<const char*>(&grammar_id_), sizeof(grammar_id_));
   key.push_back(tag);
   key.append(static_cast<const char*>(what), size);

@@ -51,7 +51,9 @@ struct NodeMask {
 class TokenMaskCache {
  public:
   // `pool`: the vocabulary's cross-grammar cache (MaskPoolFor), shared with other grammars.
-  TokenMaskCache(const GrammarFsm& fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool);
+  // Finds the automata's id there (NodeMaskPool::GrammarId) right away: a hash of the
+  // automata, part of compiling rather than of the first mask.
+  TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool);
   ~TokenMaskCache();
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
@@ -81,7 +83,7 @@ class TokenMaskCache {
   const std::vector<int32_t>& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
 
   // This grammar's prefix for the pool's per-grammar entries (NodeMaskPool::GrammarId),
-  // made on first use, then `tag` and `what`.
+  // then `tag` and `what`.
   std::string SameKey(char tag, const void* what, size_t size) const;
 
   static constexpr size_t kMaxSignatureItems = 1024;  // larger states are not memoized
@@ -91,8 +93,7 @@ class TokenMaskCache {
   const TokenizerInfo& tok_;
   std::shared_ptr<NodeMaskPool> pool_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
-  mutable std::once_flag grammar_id_once_;
-  mutable int64_t grammar_id_ = -1;
+  int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> context_uncertain_;

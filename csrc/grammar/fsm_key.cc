@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -366,33 +367,81 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
   return true;
 }
 
-std::string Fingerprint(const GrammarFsm& fsm) {
-  // Written in place (it is made for every grammar's first mask, and large grammars,
-  // such as a tool set's, have large automata).
-  size_t rules = fsm.rule_start.size(), nodes = static_cast<size_t>(fsm.NumNodes());
-  std::string out((3 + 2 * rules + 2 * nodes + 2 * fsm.edges.size()) * sizeof(int32_t), '\0');
-  char* p = out.data();
-  auto put = [&p](int32_t w) {
-    std::memcpy(p, &w, sizeof(w));
-    p += sizeof(w);
-  };
-  put(fsm.root);
-  put(static_cast<int32_t>(rules));
-  put(fsm.NumNodes());
-  for (size_t r = 0; r < rules; ++r) {
-    put(fsm.rule_start[r]);
-    put(fsm.rule_nullable[r]);
+namespace {
+
+// Four independent multiply-xor lanes over 64-bit words (one dependency chain per lane,
+// so the multiplies overlap), folded at the end. Not for adversaries: a match is always
+// confirmed by SameAutomata.
+class WordHasher {
+ public:
+  void Add(uint64_t w) {
+    uint64_t& lane = lanes_[count_++ & 3];
+    lane = (lane ^ w) * 0x9E3779B97F4A7C15ull;
   }
-  for (int32_t n = 0; n < fsm.NumNodes(); ++n) {
-    put(fsm.node_rule[n] << 1 | fsm.node_final[n]);
-    put(fsm.edge_begin[n + 1] - fsm.edge_begin[n]);
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
-      const FsmEdge& edge = fsm.edges[e];
-      put(edge.rule >= 0 ? -1 - edge.rule : (edge.lo << 8 | edge.hi));
-      put(edge.target);
+  template <class T>
+  void AddArray(const std::vector<T>& v) {
+    static_assert(std::is_integral_v<T>, "plain integers only (no padding bytes)");
+    Add(v.size());
+    const size_t bytes = v.size() * sizeof(T);
+    const char* p = reinterpret_cast<const char*>(v.data());
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      Add(w);
+    }
+    if (i < bytes) {
+      uint64_t w = 0;
+      std::memcpy(&w, p + i, bytes - i);
+      Add(w);
     }
   }
-  return out;
+  uint64_t Finish() const {
+    uint64_t h = count_;
+    for (uint64_t lane : lanes_) {
+      h = (h ^ lane ^ (lane >> 29)) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 32;
+    }
+    return h;
+  }
+
+ private:
+  uint64_t lanes_[4] = {1, 2, 3, 4};
+  uint64_t count_ = 0;
+};
+
+}  // namespace
+
+uint64_t AutomataHash(const GrammarFsm& fsm) {
+  // rule_edge_begin and first_bytes follow from the edges: left out.
+  WordHasher h;
+  h.Add(static_cast<uint32_t>(fsm.root));
+  h.AddArray(fsm.rule_start);
+  h.AddArray(fsm.rule_nullable);
+  h.AddArray(fsm.node_rule);
+  h.AddArray(fsm.node_final);
+  h.AddArray(fsm.edge_begin);
+  h.Add(fsm.edges.size());
+  for (const FsmEdge& e : fsm.edges) {  // field by field: FsmEdge has padding bytes
+    h.Add((static_cast<uint64_t>(e.lo) << 40) | (static_cast<uint64_t>(e.hi) << 32) | static_cast<uint32_t>(e.rule));
+    h.Add(static_cast<uint32_t>(e.target));
+  }
+  return h.Finish();
+}
+
+bool SameAutomata(const GrammarFsm& a, const GrammarFsm& b) {
+  auto same_edge = [](const FsmEdge& x, const FsmEdge& y) {
+    return x.lo == y.lo && x.hi == y.hi && x.rule == y.rule && x.target == y.target;
+  };
+  return a.root == b.root && a.rule_start == b.rule_start && a.rule_nullable == b.rule_nullable &&
+         a.node_rule == b.node_rule && a.node_final == b.node_final && a.edge_begin == b.edge_begin &&
+         std::equal(a.edges.begin(), a.edges.end(), b.edges.begin(), b.edges.end(), same_edge);
+}
+
+int64_t AutomataBytes(const GrammarFsm& fsm) {
+  return static_cast<int64_t>(fsm.edges.size() * sizeof(FsmEdge)) +
+         static_cast<int64_t>(fsm.NumNodes()) * (3 * 4 + 1 + sizeof(ByteSet)) +
+         static_cast<int64_t>(fsm.rule_start.size()) * 5;
 }
 
 }  // namespace xgr2

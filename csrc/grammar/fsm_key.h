@@ -113,9 +113,17 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                      const std::vector<std::vector<int32_t>>* call_targets, std::string_view key,
                      size_t prefix_size, size_t suffix_size, int32_t max_nodes);
 
-// The whole automata, serialized: equal for grammars that parse alike in every
-// respect the mask cache can see (the same grammar compiled again, or rules that were
-// written differently but built the same automata).
-std::string Fingerprint(const GrammarFsm& fsm);
+// A 64-bit hash of the whole automata (what SameAutomata compares), read straight from
+// its arrays: made once per compiled grammar, so it must cost little next to building
+// the automata (a k = 50 tool set's automata are ~1 MB).
+uint64_t AutomataHash(const GrammarFsm& fsm);
+
+// Whether two automata parse alike in every respect the mask cache can see: the same
+// rules, nodes and edges, numbered alike (the same grammar compiled again, or rules
+// that were written differently but built the same automata).
+bool SameAutomata(const GrammarFsm& a, const GrammarFsm& b);
+
+// Bytes an automata holds (its arrays), for memory accounting.
+int64_t AutomataBytes(const GrammarFsm& fsm);
 
 }  // namespace xgr2
