@@ -272,6 +272,28 @@ def test_node_masks_are_shared_past_what_the_walk_reached():
     assert hits == [0, 1, 0]
 
 
+def test_node_masks_are_shared_past_bytes_the_walk_never_asked():
+    # Inside the string, the token '", "#' walks past the closing quote to the next
+    # key's opening quote and asks that node for "#" only. The next key's first letter
+    # is read nowhere else, so the grammar with key "xyz" shares the classification of
+    # the one with "bcd"; with key "#yz" the asked byte has an edge, and it does not.
+    # Each mask is exact.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b'", "', b'", "#', b"hel", b'lo"']
+    tok = xgr2.TokenizerInfo(vocab)
+    grammars = [f'root ::= "{{\\"s\\": \\"" [a-z]* "\\", \\"{key}\\": 1}}"' for key in ("bcd", "xyz", "#yz")]
+    hits, misses = [], []
+    for text in grammars:
+        expected = full_walk(text, tok).initial_state().advance_text('{"s": "hel').bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text('{"s": "hel')
+        before = tok.cross_grammar_cache_info()
+        assert np.array_equal(state.bitmask(), expected), text
+        after = tok.cross_grammar_cache_info()
+        hits.append(after.hits - before.hits)
+        misses.append(after.misses - before.misses)
+    assert hits[1] > 0 and misses[1] == 0
+    assert misses[2] > 0
+
+
 def random_record_grammar(rng):
     """A JSON-like record grammar: whitespace runs of random bounds, short keys over a
     small alphabet and a few value kinds, so that many grammars share structure up to

@@ -116,15 +116,25 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
-  // From now on, puts into `reached` every node a set gets an item at: all of the
-  // automata the parse has looked at (what a cross-grammar key must describe).
+  // From now on, records in `reached` what the parse reads of the automata (what a
+  // cross-grammar key must describe): every node a set gets an item at, the bytes each
+  // item's node is asked for, and the nodes whose rule goes on in the generic context.
   void TrackReach(NodeSet* reached) { reached_ = reached; }
+  // Records that the walk read every byte edge of `set`'s items' nodes (a caller that
+  // looks at the edges itself, such as a slice's byte runs).
+  void ReadAllByteEdges(const EarleySet& set) {
+    if (!reached_) return;
+    for (const EarleyItem& it : set.items) reached_->AskAll(it.node);
+  }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (a persistent `out` then needs KeepOrigins).
   // Returns false, leaving `out` unspecified, when no item can scan the byte. Inline
   // rejection: most steps of the token walks end at the first-byte filter.
   bool Advance(const EarleySet& prev, uint8_t byte, EarleySet* out) {
+    if (reached_) {  // the first-byte filter asks every item's node, as a scan would
+      for (const EarleyItem& it : prev.items) reached_->Ask(it.node, byte);
+    }
     return prev.CanScan(byte) && AdvanceScannable(prev, byte, out);
   }
 

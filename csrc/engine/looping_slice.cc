@@ -19,7 +19,9 @@ constexpr size_t kMaxItems = 64;
 
 // Where runs of bytes that step `set` alike begin: no item's node has a byte edge
 // starting or ending inside a run, so every byte of it reaches the same items.
-std::array<bool, 257> ByteCuts(const GrammarFsm& fsm, const EarleySet& set) {
+std::array<bool, 257> ByteCuts(EarleyParser& parser, const EarleySet& set) {
+  const GrammarFsm& fsm = parser.fsm();
+  parser.ReadAllByteEdges(set);
   std::array<bool, 257> cut{};
   cut[0] = cut[256] = true;
   for (const EarleyItem& it : set.items) {
@@ -51,7 +53,7 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
       return first_ascii ? (first.HasAscii(static_cast<uint8_t>(b)) ? 0 : -1)
                          : SliceStep(loop, from.state, static_cast<uint8_t>(b));
     };
-    std::array<bool, 257> cut = ByteCuts(parser.fsm(), *from.set);
+    std::array<bool, 257> cut = ByteCuts(parser, *from.set);
     for (int b = 0, end; b < 256; b = end) {  // one step per run of bytes that behave alike
       int next = slice_step(b);
       for (end = b + 1; end < 256 && !cut[end] && slice_step(end) == next;) ++end;
@@ -75,7 +77,7 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
 // ("" for a state too large to sign).
 std::vector<std::pair<uint8_t, std::string>> AsciiSteps(EarleyParser& parser, const EarleySet& set) {
   std::vector<std::pair<uint8_t, std::string>> steps;
-  std::array<bool, 257> cut = ByteCuts(parser.fsm(), set);
+  std::array<bool, 257> cut = ByteCuts(parser, set);
   EarleySet out;
   std::string sig;
   for (int b = 0, end; b < 0x80; b = end) {  // one step per run of bytes that behave alike
@@ -106,6 +108,7 @@ std::shared_ptr<const TokenSlice> SliceFor(const TokenizerInfo& tok, const Slice
 }  // namespace
 
 SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const EarleySet& start, NodeMaskPool& pool) {
+  parser.ReadAllByteEdges(start);  // the count below reads every item's first bytes
   int scannable = __builtin_popcountll(start.next_bytes[0]) + __builtin_popcountll(start.next_bytes[1]);
   if (scannable < kMinSliceAscii) return {};
   std::string start_sig;

@@ -17,9 +17,9 @@ int64_t MakeLookupKeys(const GrammarFsm& fsm, int32_t radius, int repeats) {
       const int32_t* d = dist.UpTo(radius);
       NodeSet reached(fsm.NumNodes());
       queue.assign(1, n);
-      reached.Insert(n);
-      auto reach = [&](int32_t m) {
-        if (d[m] <= radius && !reached.Contains(m)) reached.Insert(m), queue.push_back(m);
+      reached.AskAll(n);
+      auto reach = [&](int32_t m) {  // a walk that read every edge of what it reached
+        if (d[m] <= radius && !reached.Contains(m)) reached.AskAll(m), queue.push_back(m);
       };
       for (size_t i = 0; i < queue.size(); ++i) {
         int32_t m = queue[i];

@@ -37,8 +37,12 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, const std::vector<
   const std::string_view prefix = NodeMaskPool::KeyPrefix(kind);
   std::string core;
   {
-    ByteDistances dist(fsm, roots, call_targets, 1, kMaxKeyNodes);
-    core = BallKey(fsm, roots, call_targets, dist, 1, kMaxKeyNodes, prefix, also);
+    // Where the first root's rule ends, a context walk goes on at its other roots,
+    // never at the rule's call targets (every place that calls it: they would tie the
+    // index to the whole grammar).
+    const int32_t watched = call_targets ? fsm.node_rule[roots[0]] : -1;
+    ByteDistances dist(fsm, roots, call_targets, 1, kMaxKeyNodes, watched);
+    core = BallKey(fsm, roots, call_targets, dist, 1, kMaxKeyNodes, prefix, also, watched);
   }
   if (!core.empty()) {
     auto matches = [&](const std::string& key) {

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -45,6 +46,37 @@ struct KeyScratch {
   }
 };
 
+// Calls f(first, last, edge) for each run of asked bytes inside a byte edge of node n,
+// in edge order: what a walk that asked n for `asked` read of its byte edges. Edges
+// are sorted and disjoint: one merge of the edges with the asked bytes finds them.
+template <class F>
+void ForAskedRuns(const GrammarFsm& fsm, int32_t n, const ByteSet& asked, F&& f) {
+  int32_t e = fsm.edge_begin[n];
+  const int32_t end = fsm.rule_edge_begin[n];
+  if ((asked[0] & asked[1] & asked[2] & asked[3]) == ~uint64_t{0}) {  // every byte
+    for (; e < end; ++e) f(fsm.edges[e].lo, fsm.edges[e].hi, fsm.edges[e]);
+    return;
+  }
+  int run_lo = -1, run_hi = -1;
+  const FsmEdge* run_edge = nullptr;
+  for (int w = 0; w < 4 && e < end; ++w) {
+    for (uint64_t bits = asked[w]; bits && e < end; bits &= bits - 1) {
+      int b = w * 64 + __builtin_ctzll(bits);
+      while (e < end && fsm.edges[e].hi < b) ++e;
+      if (e == end || fsm.edges[e].lo > b) continue;  // no edge on b
+      if (run_edge == &fsm.edges[e] && run_hi == b - 1) {
+        run_hi = b;
+        continue;
+      }
+      if (run_edge) f(run_lo, run_hi, *run_edge);
+      run_lo = run_hi = b, run_edge = &fsm.edges[e];
+    }
+  }
+  if (run_edge) f(run_lo, run_hi, *run_edge);
+}
+
+constexpr ByteSet kAllBytes = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+
 KeyScratch& ThreadKeyScratch() {
   thread_local KeyScratch scratch;
   return scratch;
@@ -52,11 +84,13 @@ KeyScratch& ThreadKeyScratch() {
 
 // See BallKey and ReachKey: the nodes `include` admits (the roots always), numbered
 // breadth-first; `header` is the key's first word (a ball's radius, or kReachHeader).
+// With `read` (a walk's record), only the byte edges on the bytes it asked and the
+// call targets it read are written (a ball holds all of them).
 template <class Include>
 std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                           const std::vector<std::vector<int32_t>>* call_targets, int32_t max_nodes,
-                          const Include& include, int32_t header, std::string_view prefix,
-                          std::string_view suffix) {
+                          const Include& include, const NodeSet* read, int32_t header, std::string_view prefix,
+                          std::string_view suffix, int32_t watched_rule = -1) {
   KeyScratch& scratch = ThreadKeyScratch();
   scratch.Begin(fsm.NumNodes());
   const int32_t stamp = scratch.stamp;
@@ -69,22 +103,35 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     scratch.Number(n);
     return true;
   };
+  auto asked = [&](int32_t n) -> const ByteSet& { return read ? read->Asked(n) : kAllBytes; };
+  auto targets_read = [&](int32_t n) {
+    return call_targets && fsm.node_final[n] && fsm.node_rule[n] != watched_rule &&
+           (!read || read->CallTargetsRead(n));
+  };
   for (int32_t root : roots) {
     if (!visit(root, true)) return "";
   }
   size_t words = 2 + roots.size();  // counted on the way: the key is written in place
   for (size_t k = 0; k < order.size(); ++k) {
     int32_t n = order[k];
-    words += 2;
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
-      const FsmEdge& edge = fsm.edges[e];
-      words += edge.rule >= 0 ? 3 : 2;
-      if (!visit(edge.target, false)) return "";
-      if (edge.rule >= 0 && !visit(fsm.rule_start[edge.rule], false)) return "";
+    const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
+    words += 2 + (byte_edges ? 9 : 0) + (call_targets && fsm.node_final[n] ? 1 : 0);
+    bool ok = true;
+    if (byte_edges) {
+      ForAskedRuns(fsm, n, asked(n), [&](int, int, const FsmEdge& edge) {
+        words += 2;
+        ok = ok && visit(edge.target, false);
+      });
     }
-    if (call_targets && fsm.node_final[n]) {
+    if (!ok) return "";
+    for (int32_t e = fsm.rule_edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      words += 3;
+      if (!visit(edge.target, false) || !visit(fsm.rule_start[edge.rule], false)) return "";
+    }
+    if (targets_read(n)) {
       const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
-      words += 1 + targets.size();
+      words += targets.size();
       for (int32_t t : targets) {
         if (!visit(t, false)) return "";
       }
@@ -110,19 +157,36 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
   for (int32_t root : roots) put(id_of[root]);
   for (int32_t n : order) {
     put(fsm.node_final[n] ? rule_id(fsm.node_rule[n]) + 2 : 0);
-    put(fsm.edge_begin[n + 1] - fsm.edge_begin[n]);
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+    const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
+    put((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 1 | byte_edges);  // callees, byte edges
+    if (byte_edges) {
+      const ByteSet& a = asked(n);
+      for (uint64_t w : a) put(static_cast<int32_t>(w)), put(static_cast<int32_t>(w >> 32));
+      int32_t runs = 0;
+      ForAskedRuns(fsm, n, a, [&](int, int, const FsmEdge&) { ++runs; });
+      put(runs);
+      ForAskedRuns(fsm, n, a, [&](int lo, int hi, const FsmEdge& edge) {
+        put(lo << 8 | hi);
+        put(node_id(edge.target));
+      });
+    }
+    for (int32_t e = fsm.rule_edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
       const FsmEdge& edge = fsm.edges[e];
-      put(edge.rule >= 0 ? -1 - rule_id(edge.rule) : (edge.lo << 8 | edge.hi));
+      put(rule_id(edge.rule));
       put(node_id(edge.target));
-      if (edge.rule >= 0) put(fsm.rule_nullable[edge.rule]);
+      put(fsm.rule_nullable[edge.rule]);
     }
     if (call_targets && fsm.node_final[n]) {
+      if (!targets_read(n)) {
+        put(-1);
+        continue;
+      }
       const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
       put(static_cast<int32_t>(targets.size()));
       for (int32_t t : targets) put(node_id(t));
     }
   }
+  if (p != out.data() + out.size() - suffix.size()) throw std::logic_error("SerializeFrom: miscounted key words");
   return out;
 }
 
@@ -148,8 +212,12 @@ std::vector<std::unique_ptr<ByteDistances::Scratch>>& FreeScratch() {
 
 ByteDistances::ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                              const std::vector<std::vector<int32_t>>* call_targets, int32_t max_radius,
-                             int32_t max_nodes)
-    : fsm_(fsm), call_targets_(call_targets), max_radius_(max_radius), max_nodes_(max_nodes) {
+                             int32_t max_nodes, int32_t watched_rule)
+    : fsm_(fsm),
+      call_targets_(call_targets),
+      max_radius_(max_radius),
+      max_nodes_(max_nodes),
+      watched_rule_(watched_rule) {
   auto& free = FreeScratch();
   if (free.empty()) free.push_back(std::make_unique<Scratch>());
   scratch_ = free.back().release();
@@ -200,7 +268,7 @@ const int32_t* ByteDistances::UpTo(int32_t radius) {
         bool nullable = fsm_.rule_nullable[edge.rule];
         relax(edge.target, nullable ? d : d + 1, nullable ? now : later);
       }
-      if (call_targets_ && fsm_.node_final[n]) {
+      if (call_targets_ && fsm_.node_final[n] && fsm_.node_rule[n] != watched_rule_) {
         for (int32_t t : (*call_targets_)[fsm_.node_rule[n]]) relax(t, d, now);
       }
     }
@@ -228,17 +296,19 @@ ByteDistances::~ByteDistances() {
 
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
-                    int32_t radius, int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
+                    int32_t radius, int32_t max_nodes, std::string_view prefix, std::string_view suffix,
+                    int32_t watched_rule) {
   // A ball past dist's node limit is past any limit no larger: "" without a walk.
   if (max_nodes <= dist.max_nodes() && dist.TooLarge(radius)) return "";
   const int32_t* d = dist.UpTo(radius);
   return SerializeFrom(
-      fsm, roots, call_targets, max_nodes, [d, radius](int32_t n) { return d[n] <= radius; }, radius, prefix,
-      suffix);
+      fsm, roots, call_targets, max_nodes, [d, radius](int32_t n) { return d[n] <= radius; }, nullptr, radius,
+      prefix, suffix, watched_rule);
 }
 
 struct NodeSet::Scratch {
-  std::vector<uint8_t> mark;  // all zero between uses
+  std::vector<uint8_t> mark;    // all zero between uses
+  std::vector<ByteSet> asked;   // all empty between uses
   std::vector<int32_t> nodes;
 };
 
@@ -256,14 +326,18 @@ NodeSet::NodeSet(int32_t num_nodes) {
   if (free.empty()) free.push_back(std::make_unique<Scratch>());
   scratch_ = free.back().release();
   free.pop_back();
-  if (static_cast<int32_t>(scratch_->mark.size()) < num_nodes) scratch_->mark.resize(num_nodes, 0);
+  if (static_cast<int32_t>(scratch_->mark.size()) < num_nodes) {
+    scratch_->mark.resize(num_nodes, 0);
+    scratch_->asked.resize(num_nodes, ByteSet{});
+  }
   mark_ = scratch_->mark.data();
+  asked_ = scratch_->asked.data();
   nodes_ = &scratch_->nodes;
   nodes_->clear();
 }
 
 NodeSet::~NodeSet() {
-  for (int32_t n : *nodes_) mark_[n] = 0;
+  for (int32_t n : *nodes_) mark_[n] = 0, asked_[n] = ByteSet{};
   nodes_->clear();
   FreeNodeSets().emplace_back(scratch_);
 }
@@ -273,8 +347,8 @@ std::string ReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                      int32_t max_nodes, std::string_view prefix, std::string_view suffix) {
   if (static_cast<int32_t>(reached.size()) > max_nodes) return "";
   return SerializeFrom(
-      fsm, roots, call_targets, max_nodes, [&reached](int32_t n) { return reached.Contains(n); }, kReachHeader,
-      prefix, suffix);
+      fsm, roots, call_targets, max_nodes, [&reached](int32_t n) { return reached.Contains(n); }, &reached,
+      kReachHeader, prefix, suffix);
 }
 
 bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
@@ -334,27 +408,43 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
   };
   for (size_t k = 0; k < order.size(); ++k) {
     int32_t n = order[k];
-    int32_t final_word = 0, edges = 0;
+    int32_t final_word = 0, edge_word = 0;
     if (!get(&final_word) || (final_word != 0) != (fsm.node_final[n] != 0)) return false;
     if (final_word != 0 && !rule_named(fsm.node_rule[n], final_word - 2)) return false;
-    if (!get(&edges) || edges != fsm.edge_begin[n + 1] - fsm.edge_begin[n]) return false;
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
-      const FsmEdge& edge = fsm.edges[e];
-      int32_t what = 0, target = 0, nullable = 0;
-      if (!get(&what) || !get(&target)) return false;
-      if (edge.rule < 0) {
-        if (what != (edge.lo << 8 | edge.hi) || !number(edge.target, target)) return false;
-        continue;
+    const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
+    if (!get(&edge_word) || edge_word != ((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 1 | byte_edges)) {
+      return false;
+    }
+    if (byte_edges) {
+      ByteSet asked{};
+      for (uint64_t& w : asked) {
+        int32_t low = 0, high = 0;
+        if (!get(&low) || !get(&high)) return false;
+        w = static_cast<uint32_t>(low) | static_cast<uint64_t>(static_cast<uint32_t>(high)) << 32;
       }
+      int32_t runs = 0, seen = 0;
+      if (!get(&runs)) return false;
+      bool ok = true;
+      ForAskedRuns(fsm, n, asked, [&](int lo, int hi, const FsmEdge& edge) {
+        int32_t what = 0, target = 0;
+        ok = ok && ++seen <= runs && get(&what) && what == (lo << 8 | hi) && get(&target) &&
+             number(edge.target, target);
+      });
+      if (!ok || seen != runs) return false;
+    }
+    for (int32_t e = fsm.rule_edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      int32_t callee = 0, target = 0, nullable = 0;
       // SerializeFrom numbers the target before the callee's start.
-      if (what >= 0 || !number(edge.target, target)) return false;
-      int32_t callee = -1 - what;
+      if (!get(&callee) || !get(&target) || !number(edge.target, target)) return false;
       if (callee >= 0 ? !number(fsm.rule_start[edge.rule], callee) : !rule_named(edge.rule, -1)) return false;
       if (!get(&nullable) || nullable != fsm.rule_nullable[edge.rule]) return false;
     }
     if (call_targets && fsm.node_final[n]) {
+      if (!get(&count)) return false;
+      if (count < 0) continue;  // the walk never read them
       const std::vector<int32_t>& targets = (*call_targets)[fsm.node_rule[n]];
-      if (!get(&count) || count != static_cast<int32_t>(targets.size())) return false;
+      if (count != static_cast<int32_t>(targets.size())) return false;
       for (int32_t t : targets) {
         if (!get(&w) || !number(t, w)) return false;
       }

@@ -17,6 +17,9 @@ namespace xgr2 {
 // callee). With `call_targets` (the mask cache's generic context), a final node also
 // goes on, for free, at the nodes after every call of its rule.
 //
+// `watched_rule`: a rule whose ends do not go on at its call targets (the rule a
+// context walk starts in, whose callers it names explicitly by its other roots).
+//
 // Only the balls a key can be made of are explored: distances are exact up to the
 // first radius past `max_radius` or whose ball has more than `max_nodes` nodes, and
 // INT32_MAX beyond. They are made lazily, radius by radius, only as far as asked (the
@@ -26,7 +29,8 @@ namespace xgr2 {
 class ByteDistances {
  public:
   ByteDistances(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
-                const std::vector<std::vector<int32_t>>* call_targets, int32_t max_radius, int32_t max_nodes);
+                const std::vector<std::vector<int32_t>>* call_targets, int32_t max_radius, int32_t max_nodes,
+                int32_t watched_rule = -1);
   ~ByteDistances();
   ByteDistances(const ByteDistances&) = delete;
   ByteDistances& operator=(const ByteDistances&) = delete;
@@ -45,7 +49,7 @@ class ByteDistances {
  private:
   const GrammarFsm& fsm_;
   const std::vector<std::vector<int32_t>>* call_targets_;
-  int32_t max_radius_, max_nodes_;
+  int32_t max_radius_, max_nodes_, watched_rule_;
   int32_t level_ = 0;    // the next distance to settle
   int32_t settled_ = 0;  // nodes settled so far
   bool done_ = false;
@@ -65,12 +69,14 @@ class ByteDistances {
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
                     int32_t radius, int32_t max_nodes, std::string_view prefix = {},
-                    std::string_view suffix = {});
+                    std::string_view suffix = {}, int32_t watched_rule = -1);
 
 // A set of automaton nodes with O(1) insert and lookup, on per-thread scratch reset
 // on destruction only where written (so its cost follows the nodes put in, not the
-// size of the automata). A classification walk records in one the nodes it has items
-// at (EarleyParser::TrackReach): what its result depends on.
+// size of the automata). A classification walk records in one what its result
+// depends on (EarleyParser::TrackReach): the nodes it has items at, the bytes it asked
+// each of them for (a scan, or the first-byte filter that stands for one), and where
+// it read a rule's call targets (a completion in the generic context).
 class NodeSet {
  public:
   explicit NodeSet(int32_t num_nodes);
@@ -79,27 +85,50 @@ class NodeSet {
   NodeSet& operator=(const NodeSet&) = delete;
 
   void Insert(int32_t n) {
-    if (!mark_[n]) mark_[n] = 1, nodes_->push_back(n);
+    if (!mark_[n]) mark_[n] = kIn, nodes_->push_back(n);
   }
   bool Contains(int32_t n) const { return mark_[n] != 0; }
   size_t size() const { return nodes_->size(); }
+
+  // The walk asked n for its byte edge on b.
+  void Ask(int32_t n, uint8_t b) {
+    Insert(n);
+    asked_[n][b >> 6] |= uint64_t{1} << (b & 63);
+  }
+  // The walk read every byte edge of n.
+  void AskAll(int32_t n) {
+    Insert(n);
+    asked_[n] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+  }
+  const ByteSet& Asked(int32_t n) const { return asked_[n]; }
+  // The walk went on at the nodes after every call of n's rule (n final).
+  void ReadCallTargets(int32_t n) {
+    Insert(n);
+    mark_[n] |= kCallTargets;
+  }
+  bool CallTargetsRead(int32_t n) const { return (mark_[n] & kCallTargets) != 0; }
   struct Scratch;
 
  private:
+  static constexpr uint8_t kIn = 1, kCallTargets = 2;
   Scratch* scratch_;
   uint8_t* mark_;
+  ByteSet* asked_;
   std::vector<int32_t>* nodes_;
 };
 
-// The structure of the nodes in `reached` (a walk's NodeSet; the roots always), in
-// BallKey's form: numbered breadth-first from the roots along edges into the set, each
-// with its final flag and the rule it ends, byte ranges, callees (and nullability),
-// edge targets (-1 outside the set) and, with `call_targets`, where a final node goes
-// on. A parse that has items only at these nodes looks at nothing else, so it runs
+// The structure that a walk read (`reached`, recorded by the walk; the roots always),
+// in BallKey's form: the nodes numbered breadth-first from the roots along the edges
+// the key holds, each with its final flag and the rule it ends, its callees (and their
+// nullability), whether it has byte edges and which bytes the walk asked it for, with
+// the edges those bytes follow (targets -1 outside the set), and, where the walk read
+// them, where its rule goes on after every call. A parse that reads nothing else runs
 // the same in every grammar whose structure there has the same key, whatever lies
-// outside: unlike a ball, the key leaves out what the walk never reached within its
-// radius (past a bounded whitespace run, the next property of a schema), so more
-// grammars share it. "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix`.
+// outside or behind the bytes it never asked: unlike a ball, the key leaves out what
+// the walk never looked at (past a bounded whitespace run, the next property of a
+// schema; after a string's closing quote, the first letters of the next key, which
+// the few tokens that reach it do not spell), so more grammars share it. "" past
+// `max_nodes` nodes; otherwise `prefix`, the key, `suffix`.
 std::string ReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                      const std::vector<std::vector<int32_t>>* call_targets, const NodeSet& reached,
                      int32_t max_nodes, std::string_view prefix = {}, std::string_view suffix = {});
