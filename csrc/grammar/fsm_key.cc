@@ -307,9 +307,10 @@ std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
 }
 
 struct NodeSet::Scratch {
-  std::vector<uint8_t> mark;    // all zero between uses
-  std::vector<ByteSet> asked;   // all empty between uses
+  std::vector<uint8_t> mark;  // all zero between uses
+  std::vector<int32_t> slot;  // meaningful where marked
   std::vector<int32_t> nodes;
+  std::vector<ByteSet> asked;
 };
 
 namespace {
@@ -328,17 +329,29 @@ NodeSet::NodeSet(int32_t num_nodes) {
   free.pop_back();
   if (static_cast<int32_t>(scratch_->mark.size()) < num_nodes) {
     scratch_->mark.resize(num_nodes, 0);
-    scratch_->asked.resize(num_nodes, ByteSet{});
+    scratch_->slot.resize(num_nodes, 0);
   }
   mark_ = scratch_->mark.data();
-  asked_ = scratch_->asked.data();
+  slot_ = scratch_->slot.data();
   nodes_ = &scratch_->nodes;
   nodes_->clear();
+  asked_ = &scratch_->asked;
+  asked_->clear();
+  asked_data_ = asked_->data();
+}
+
+void NodeSet::InsertNew(int32_t n) {
+  mark_[n] = kIn;
+  slot_[n] = static_cast<int32_t>(nodes_->size());
+  nodes_->push_back(n);
+  asked_->emplace_back();
+  asked_data_ = asked_->data();
 }
 
 NodeSet::~NodeSet() {
-  for (int32_t n : *nodes_) mark_[n] = 0, asked_[n] = ByteSet{};
+  for (int32_t n : *nodes_) mark_[n] = 0;
   nodes_->clear();
+  asked_->clear();
   FreeNodeSets().emplace_back(scratch_);
 }
 

@@ -85,22 +85,23 @@ class NodeSet {
   NodeSet& operator=(const NodeSet&) = delete;
 
   void Insert(int32_t n) {
-    if (!mark_[n]) mark_[n] = kIn, nodes_->push_back(n);
+    if (!mark_[n]) InsertNew(n);
   }
   bool Contains(int32_t n) const { return mark_[n] != 0; }
   size_t size() const { return nodes_->size(); }
 
-  // The walk asked n for its byte edge on b.
+  // The walk asked n for its byte edge on b (inline: every scan of a walk asks).
   void Ask(int32_t n, uint8_t b) {
-    Insert(n);
-    asked_[n][b >> 6] |= uint64_t{1} << (b & 63);
+    if (!mark_[n]) InsertNew(n);
+    asked_data_[slot_[n]][b >> 6] |= uint64_t{1} << (b & 63);
   }
   // The walk read every byte edge of n.
   void AskAll(int32_t n) {
     Insert(n);
-    asked_[n] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+    asked_data_[slot_[n]] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
   }
-  const ByteSet& Asked(int32_t n) const { return asked_[n]; }
+  // The bytes asked of n (a member).
+  const ByteSet& Asked(int32_t n) const { return asked_data_[slot_[n]]; }
   // The walk went on at the nodes after every call of n's rule (n final).
   void ReadCallTargets(int32_t n) {
     Insert(n);
@@ -111,10 +112,13 @@ class NodeSet {
 
  private:
   static constexpr uint8_t kIn = 1, kCallTargets = 2;
+  void InsertNew(int32_t n);
   Scratch* scratch_;
   uint8_t* mark_;
-  ByteSet* asked_;
+  int32_t* slot_;                 // a member's index in nodes_ and asked_
   std::vector<int32_t>* nodes_;
+  std::vector<ByteSet>* asked_;   // per member: only what a walk touched costs memory
+  ByteSet* asked_data_ = nullptr;  // asked_->data()
 };
 
 // The structure that a walk read (`reached`, recorded by the walk; the roots always),
