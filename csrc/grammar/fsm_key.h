@@ -65,7 +65,7 @@ class ByteDistances {
 // nothing else, so it runs the same in every grammar with the same key, however the
 // rules go on beyond (the mask cache indexes its ReachKeys by the ball of radius 1).
 // "" past `max_nodes` nodes; otherwise `prefix`, the key, `suffix` (a cache's full key
-// in one allocation).
+// in one allocation). `watched_rule` as in ByteDistances.
 std::string BallKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                     const std::vector<std::vector<int32_t>>* call_targets, ByteDistances& dist,
                     int32_t radius, int32_t max_nodes, std::string_view prefix = {},
@@ -100,8 +100,12 @@ class NodeSet {
     Insert(n);
     asked_data_[slot_[n]] = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
   }
-  // The bytes asked of n (a member).
-  const ByteSet& Asked(int32_t n) const { return asked_data_[slot_[n]]; }
+  // The bytes asked of n (none for a node outside the set, such as a root the walk
+  // never got to).
+  const ByteSet& Asked(int32_t n) const {
+    static constexpr ByteSet kNone{};
+    return mark_[n] ? asked_data_[slot_[n]] : kNone;
+  }
   // The walk went on at the nodes after every call of n's rule (n final).
   void ReadCallTargets(int32_t n) {
     Insert(n);
