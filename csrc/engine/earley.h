@@ -119,6 +119,8 @@ class EarleyParser {
   // From now on, records in `reached` what the parse reads of the automata (what a
   // cross-grammar key must describe): every node a set gets an item at, the bytes each
   // item's node is asked for, and the nodes whose rule goes on in the generic context.
+  // Code that reads the automata itself during a tracked walk must record the read
+  // too (ReadAllByteEdges): a key that leaves out a read shares walks unsoundly.
   void TrackReach(NodeSet* reached) { reached_ = reached; }
   // Records that the walk read every byte edge of `set`'s items' nodes (a caller that
   // looks at the edges itself, such as a slice's byte runs).
