@@ -25,6 +25,14 @@ NodeMaskPool::Value NodeMaskPool::FindLocked(const std::string& full_key) {
   return it->second->value;
 }
 
+void NodeMaskPool::EraseLocked(const std::string& full_key) {
+  auto it = index_.find(full_key);
+  if (it == index_.end()) return;
+  bytes_ -= it->second->bytes;
+  lru_.erase(it->second);
+  index_.erase(it);
+}
+
 void NodeMaskPool::EvictTo(int64_t limit) {
   while (bytes_ > limit && !lru_.empty()) {
     Entry& last = lru_.back();
@@ -97,12 +105,7 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
     grown->push_back((*keys)[i]);
     index_bytes += static_cast<int64_t>((*keys)[i].size() + sizeof(std::string));
   }
-  if (keys) {  // replaced: the index entries are immutable like the rest
-    auto it = index_.find(index_key);
-    bytes_ -= it->second->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
-  }
+  EraseLocked(index_key);  // replaced: the index entries are immutable like the rest
   InsertLocked(index_key, std::move(grown), index_bytes);
   InsertLocked(std::move(full), value, bytes);
   return value;
@@ -129,11 +132,7 @@ int64_t NodeMaskPool::GrammarId(const std::shared_ptr<const GrammarFsm>& fsm) {
   if (found && (found->fsm == fsm || SameAutomata(*found->fsm, *fsm))) return found->id;
   std::lock_guard<std::mutex> lock(mu_);
   auto identity = std::make_shared<const GrammarIdentity>(GrammarIdentity{fsm, next_grammar_id_++});
-  if (auto it = index_.find(full); it != index_.end()) {  // other automata with this hash: replaced
-    bytes_ -= it->second->bytes;
-    lru_.erase(it->second);
-    index_.erase(it);
-  }
+  EraseLocked(full);  // other automata with this hash: replaced
   InsertLocked(std::move(full), identity, AutomataBytes(*fsm));
   return identity->id;
 }

@@ -126,6 +126,7 @@ class NodeMaskPool {
   // Callers hold mu_.
   Value FindLocked(const std::string& full_key);
   void InsertLocked(std::string full_key, Value value, int64_t bytes);
+  void EraseLocked(const std::string& full_key);  // if present (an entry replaced by a new one)
   void EvictTo(int64_t limit);
 
   mutable std::mutex mu_;

@@ -162,13 +162,15 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
     if (byte_edges) {
       const ByteSet& a = asked(n);
       for (uint64_t w : a) put(static_cast<int32_t>(w)), put(static_cast<int32_t>(w >> 32));
+      char* runs_at = p;  // the count of runs, written once they are
+      put(0);
       int32_t runs = 0;
-      ForAskedRuns(fsm, n, a, [&](int, int, const FsmEdge&) { ++runs; });
-      put(runs);
       ForAskedRuns(fsm, n, a, [&](int lo, int hi, const FsmEdge& edge) {
         put(lo << 8 | hi);
         put(node_id(edge.target));
+        ++runs;
       });
+      std::memcpy(runs_at, &runs, sizeof(runs));
     }
     for (int32_t e = fsm.rule_edge_begin[n]; e < fsm.edge_begin[n + 1]; ++e) {
       const FsmEdge& edge = fsm.edges[e];
