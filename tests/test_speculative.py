@@ -131,6 +131,100 @@ def test_drafter_paths_are_admissible_and_start_with_forced_text(byte_info):
         drafter.draft([state], [prompt, prompt], [0])
 
 
+# A vocabulary where forced text has many spellings: single characters and longer pieces
+# (one spelled twice, to check that the lowest id is drafted).
+PIECES = [bytes([i]) for i in range(32, 127)] + [
+    b'"c', b"cu", b"cust", b"customer", b"_id", b"_n", b"num", b"number", b'":', b'":"', b"er", b"ber",
+    b"mber", b"customer_number", b"cu", b"<eos>"]
+PIECE_EOS = len(PIECES) - 1
+
+
+@pytest.fixture(scope="module")
+def piece_info():
+    return xgr2.TokenizerInfo(PIECES, stop_token_ids=[PIECE_EOS])
+
+
+def _spellings_by_brute_force(state, data, vocab, max_length):
+    """Every token sequence (up to ``max_length``) spelling a prefix of ``data`` that the
+    grammar admits token by token: each token of the whole vocabulary is tried."""
+    lowest = {}
+    for i, b in enumerate(vocab):
+        if b:
+            lowest.setdefault(b, i)
+    out = set()
+
+    def grow(path, st, offset):
+        if len(path) >= max_length or st.is_terminated or offset >= len(data):
+            return
+        for t, b in enumerate(vocab):
+            if b and lowest[b] == t and data.startswith(b, offset):
+                nxt = st.try_advance(t)
+                if nxt is not None:
+                    out.add(tuple(path + [t]))
+                    grow(path + [t], nxt, offset + len(b))
+
+    grow([], state, 0)
+    return out
+
+
+def test_forced_tokenizations_are_every_spelling_best_first(piece_info):
+    schema = {"type": "object", "properties": {"customer_number": {"type": "integer"}},
+              "required": ["customer_number"]}
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False), piece_info)
+    drafter = TreeDrafter(lambda s: [PIECES.index(bytes([c])) for c in s.encode()], piece_info.decoded_vocab,
+                          num_nodes=8, max_length=5)
+    state = compiled.initial_state().advance_text("{")
+    forced = state.jump_forward_text()
+    assert forced == '"customer_number":'
+    data = forced.encode()
+    everything = _spellings_by_brute_force(state, data, PIECES, 5)
+    assert len(everything) > 30
+    full = drafter.forced_tokenizations(state, forced, 10_000)
+    assert len(full) == len(set(map(tuple, full))) and set(map(tuple, full)) == everything
+    drafted = {t for p in full for t in p}
+    assert PIECES.index(b"cu") in drafted and PIECE_EOS - 1 not in drafted  # "cu" twice: the lowest id
+    for budget in (1, 3, 7, 20):
+        got = drafter.forced_tokenizations(state, forced, budget)
+        assert len(got) == min(budget, len(everything))
+        # Prefix-closed and grown parent first; weights never rise (best first).
+        weights = []
+        for i, path in enumerate(got):
+            assert len(path) == 1 or path[:-1] in got[:i]
+            weight, at, offset = 1.0, state, 0
+            for token in path:
+                siblings = [t for t, _ in drafter._spellings(at, data[offset:])]
+                weight *= 0.5 ** (siblings.index(token) + 1)
+                at, offset = at.advance(token), offset + len(PIECES[token])
+            weights.append(weight)
+        assert all(a >= b for a, b in zip(weights, weights[1:]))
+        assert got == full[:budget]
+
+
+def test_drafter_picks_the_smallest_tree_size_that_holds_the_draft(piece_info):
+    schema = {"type": "object", "properties": {"customer_number": {"type": "integer"}},
+              "required": ["customer_number"]}
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False), piece_info)
+    encode = lambda s: [PIECES.index(bytes([c])) for c in s.encode()]  # noqa: E731
+    big = TreeDrafter(encode, piece_info.decoded_vocab, num_nodes=12)
+    small = TreeDrafter(encode, piece_info.decoded_vocab, num_nodes=12, sizes=(1, 4, 8))
+    assert small.sizes == (1, 4, 8, 12) and big.sizes == (12,)
+    forced_state = compiled.initial_state().advance_text("{")
+    free_state = compiled.initial_state().advance_text('{"customer_number":')  # digits: nothing forced
+    for states in ([free_state], [forced_state], [free_state, forced_state]):
+        contexts, roots = [[] for _ in states], [0] * len(states)
+        full, tree = big.draft(states, contexts, roots), small.draft(states, contexts, roots)
+        used = int(np.asarray(full.valid).sum(axis=1).max())
+        size = tree.tokens.shape[1]
+        assert size == min(n for n in small.sizes if n >= used)
+        for a, b in zip(tree, full):  # the same tree, cut after its last node
+            assert (np.asarray(a) == np.asarray(b)[:, :size]).all()
+        assert not np.asarray(full.valid)[:, size:].any()
+    assert small.draft([free_state], [[]], [0]).tokens.shape == (1, 1)  # nothing to draft: the root alone
+    for bad in ({"sizes": (0,)}, {"sizes": (13,)}, {"forced_nodes": -1}):
+        with pytest.raises(ValueError):
+            TreeDrafter(encode, piece_info.decoded_vocab, num_nodes=12, **bad)
+
+
 # ----------------------------------------------------------------- tree pass and KV compaction
 
 
@@ -193,6 +287,7 @@ def smollm2():
 def test_speculative_greedy_emits_exactly_the_plain_constrained_tokens(smollm2):
     from xgr2.demo.__main__ import DEFAULT_PROMPT, DEFAULT_SCHEMA, chat_prompt
     from xgr2.demo.generate import cache_length, generate
+    from xgr2.demo.speculative import draft_sizes
 
     model, tokenizer, info = smollm2
     nodes, max_tokens = 6, 64
@@ -207,5 +302,6 @@ def test_speculative_greedy_emits_exactly_the_plain_constrained_tokens(smollm2):
         assert spec.token_ids == plain.token_ids and spec.finished == plain.finished
         assert spec.tokens == plain.tokens and texts[0] == tokenizer.decode(plain.token_ids[0])
         assert spec.steps <= plain.steps and spec.row_steps == spec.steps
-        assert llama.TRACES["tree_step"] <= traces + 1  # these shapes compiled once, never retraced
+        # One compilation per tree size, never retraced.
+        assert llama.TRACES["tree_step"] <= traces + len(draft_sizes(nodes))
     assert plain.finished == [False]  # the 9-token budget cut both runs at the same token

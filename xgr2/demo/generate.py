@@ -21,7 +21,7 @@ import numpy as np
 import xgr2
 import xgr2.jax
 
-from .speculative import TreeModel, speculative_loop, warm_up
+from .speculative import TreeModel, draft_sizes, speculative_loop, warm_up
 
 
 class Model(Protocol):
@@ -161,7 +161,7 @@ def generate(
     warm.block_until_ready()
     if speculative:
         tree_model: TreeModel = model  # type: ignore[assignment]  # checked by use: Llama has tree_step
-        cache = warm_up(tree_model, batch, speculative, len(prompt_ids), cache, info.vocab_size, temperature)
+        cache = warm_up(tree_model, batch, draft_sizes(speculative), len(prompt_ids), cache, info.vocab_size, temperature)
 
     decoder = xgr2.jax.ConstrainedDecoder(compiled_grammar, batch, max_tokens=max_tokens, constrained=constrained)
     stream = _Utf8Stream(vocab_bytes, on_text)
@@ -207,7 +207,7 @@ def _run_speculative(model: Any, tokenizer: Any, decoder_vocab: list[bytes], dec
     stats.tokens += decoder.batch
     roots = decoder.commit(xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature))
     drafter = xgr2.jax.TreeDrafter(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
-                                   decoder_vocab, num_nodes=stats.draft_nodes)
+                                   decoder_vocab, num_nodes=stats.draft_nodes, sizes=draft_sizes(stats.draft_nodes))
 
     def on_step(emitted: list[list[int]], accepted: int, mask_s: float) -> None:
         stats.steps += 1

@@ -13,7 +13,7 @@ greedy constrained decoding, one to ``num_nodes`` of them per model call.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import jax
@@ -30,28 +30,45 @@ class TreeModel(Protocol):
     def compact_cache(self, cache: Any, pos: np.ndarray, accepted_nodes: jax.Array) -> Any: ...
 
 
-def warm_up(model: TreeModel, batch: int, num_nodes: int, pos: int, cache: Any, vocab_size: int,
+def warm_up(model: TreeModel, batch: int, sizes: Sequence[int], pos: int, cache: Any, vocab_size: int,
             temperature: float) -> Any:
-    """Compiles (on first use) and runs the tree step, verification and compaction once.
+    """Compiles (on first use) and runs the tree step, verification and compaction once per
+    tree size (:attr:`xgr2.jax.TreeDrafter.sizes`).
 
-    The tree step writes slots ``pos ...`` that the first real step overwrites before any
+    The tree steps write slots ``pos ...`` that the first real step overwrites before any
     attention reads them; returns the cache to use.
     """
-    tree = xgr2.jax.build_draft_tree([0] * batch, [[]] * batch, num_nodes)
-    logits, cache = model.tree_step(tree, np.full(batch, pos, np.int32), cache)
     words = (vocab_size + 31) // 32
-    result = _verify(jax.random.key(0), logits, np.full((batch, num_nodes, words), -1, np.int32), tree,
-                     temperature, num_nodes)
-    cache = model.compact_cache(cache, np.full(batch, pos, np.int32), result.accepted_nodes)
+    for size in sizes:
+        tree = xgr2.jax.build_draft_tree([0] * batch, [[]] * batch, size)
+        logits, cache = model.tree_step(tree, np.full(batch, pos, np.int32), cache)
+        result = _verify(jax.random.key(0), logits, np.full((batch, size, words), -1, np.int32), tree, temperature)
+        cache = model.compact_cache(cache, np.full(batch, pos, np.int32), result.accepted_nodes)
     jax.block_until_ready(cache)  # type: ignore[no-untyped-call]
     return cache
 
 
+def draft_sizes(num_nodes: int) -> tuple[int, ...]:
+    """The tree sizes the demo drafts with: 1 (nothing to draft: as cheap as a plain step),
+    4, 8, 16, ... below ``num_nodes``, and ``num_nodes``. On CPU a pass over 2-4 nodes
+    costs ~1.3x a one-token step, over 8-12 nodes ~1.5x (SmolLM2-135M, float32).
+
+    Example:
+      >>> draft_sizes(12)
+      (1, 4, 8, 12)
+    """
+    sizes, size = {1, num_nodes}, 4
+    while size < num_nodes:
+        sizes.add(size)
+        size *= 2
+    return tuple(sorted(sizes))
+
+
 def _verify(key: jax.Array, logits: jax.Array, bitmask: np.ndarray | jax.Array, tree: xgr2.jax.DraftTree,
-            temperature: float, num_nodes: int) -> xgr2.jax.VerifyResult:
+            temperature: float) -> xgr2.jax.VerifyResult:
     method = "greedy" if temperature <= 0 else "speculative"
     return xgr2.jax.verify_tree(key, logits, jax.numpy.asarray(bitmask), tree, method=method, temperature=max(temperature, 1e-6),
-                                max_depth=num_nodes - 1)
+                                max_depth=tree.tokens.shape[1] - 1)
 
 
 def speculative_loop(
@@ -71,7 +88,7 @@ def speculative_loop(
     Args:
       model: runs a tree over the cache and compacts the cache.
       decoder: a constrained decoder that has committed each row's first token.
-      drafter: drafts the trees (``drafter.num_nodes`` nodes per row).
+      drafter: drafts the trees (one of ``drafter.sizes`` nodes per row and step).
       roots: int32 [B], the ids ``decoder.commit`` returned (fed at node 0).
       pos: the cache position of the roots (all rows start together after the prompt).
       cache: the model's cache, holding the prompt; its length must cover
@@ -82,7 +99,6 @@ def speculative_loop(
       on_step: called after each step with the tokens emitted per row, the number of
         draft tokens accepted over the active rows, and the host seconds spent on masks.
     """
-    n = drafter.num_nodes
     positions = np.full(decoder.batch, pos, np.int32)
     roots = np.asarray(roots, np.int32).copy()
     while not decoder.done:
@@ -94,7 +110,7 @@ def speculative_loop(
         t_mask = time.perf_counter()
         masks = decoder.tree_masks(tree)
         mask_s = time.perf_counter() - t_mask
-        result = _verify(jax.random.fold_in(key, decoder.num_steps), logits, masks.bitmask, tree, temperature, n)
+        result = _verify(jax.random.fold_in(key, decoder.num_steps), logits, masks.bitmask, tree, temperature)
         emitted = decoder.commit_tree(tree, masks, result)  # waits for the device
         cache = model.compact_cache(cache, positions, result.accepted_nodes)
         accepted = np.asarray(result.accept_len)

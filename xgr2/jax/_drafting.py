@@ -12,6 +12,7 @@ so shared prefixes cost one node); the model scores every node in one pass, and
 
 from __future__ import annotations
 
+import heapq
 from typing import Callable, Sequence
 
 import jax.numpy as jnp
@@ -22,6 +23,12 @@ from xgr2._frozen import Frozen, init_slots
 from xgr2.jax._tree import DraftTree
 
 __all__ = ["TreeDrafter", "admissible_prefix", "build_draft_tree", "prompt_lookup", "text_lookup"]
+
+# How likely the model's next token is the r-th longest vocabulary token that spells a
+# prefix of the forced text (r = 0, 1, ...): weight ``_RANK_DECAY ** (r + 1)``. Measured on the
+# schema-heavy task of benchmarks/bench_speculative.py (SmolLM2, greedy): ranks 0 / 1 / 2+
+# took 45% / 27% / 28% of 89 forced steps; halving per rank follows that order.
+_RANK_DECAY = 0.5
 
 
 def prompt_lookup(
@@ -172,28 +179,49 @@ def admissible_prefix(state: xgr2.MatcherState, tokens: Sequence[int]) -> list[i
     return out
 
 
+def _maximal(paths: list[list[int]]) -> list[list[int]]:
+    """The paths that no other path extends, in their order."""
+    return [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
+
+
 class TreeDrafter(Frozen):
     """Drafts one token tree per row from the grammar's forced text and from prompt lookup.
 
-    Per row, candidate continuations come, best first, from: the state's
-    :meth:`~xgr2.MatcherState.jump_forward_text` ``F`` followed by character-level
-    lookups of the context text + ``F`` (:func:`text_lookup`), tokenized as one string
-    (so that ``F``'s last token can merge with what follows it, as the model's tokens
-    do); then token-level lookups of the context (:func:`prompt_lookup`). Each candidate
-    is cut where the grammar rejects it (:func:`admissible_prefix`: the tree spends no
-    node on a token the mask forbids) and to ``max_length`` tokens, and the candidates
-    are merged into a trie of ``num_nodes`` nodes (:func:`build_draft_tree`).
+    Per row, the tree holds, best first:
+
+    * the tokenizations of the state's :meth:`~xgr2.MatcherState.jump_forward_text` ``F``:
+      a model spells forced text its own way (``"customer_id`` + ``e`` + ``nti`` ... rather
+      than the tokenizer's ``"`` + ``customer`` + ``_`` ...), so the drafter grows a tree
+      whose children at each node are the vocabulary tokens spelling a prefix of the
+      rest of ``F``, longest first, expanded best first (the r-th longest child has weight
+      ``0.5 ** (r + 1)`` of its parent); ``forced_nodes`` bounds its share of the tree;
+    * ``F`` followed by character-level lookups of the context text + ``F``
+      (:func:`text_lookup`), tokenized as one string (so that ``F``'s last token can merge
+      with what follows it, as the model's tokens do);
+    * token-level lookups of the context (:func:`prompt_lookup`).
+
+    Each candidate is cut where the grammar rejects it (:func:`admissible_prefix`: the
+    tree spends no node on a token the mask forbids) and to ``max_length`` tokens, and
+    the candidates are merged into a trie (:func:`build_draft_tree`). The tree has the
+    smallest of ``sizes`` nodes that holds every row's draft, at most ``num_nodes``: a
+    step with little to draft runs a smaller (cheaper) model pass, and a consumer that
+    compiles per shape compiles once per size.
 
     Args:
       encode: text -> token ids, without special tokens (e.g.
         ``lambda s: tok.encode(s, add_special_tokens=False).ids`` for a ``tokenizers``
         tokenizer).
       vocab: each token id's bytes (:attr:`xgr2.TokenizerInfo.decoded_vocab`), to spell
-        the context as text.
-      num_nodes: nodes per tree, root included.
+        the context as text and the forced text as tokens.
+      num_nodes: most nodes per tree, root included.
+      sizes: the tree sizes to choose from (each ``1 <= size <= num_nodes``;
+        ``num_nodes`` is always one of them). Default: ``num_nodes`` only.
       max_branches: candidates per source (text lookup, token lookup).
       max_length: at most this many tokens per candidate.
       max_ngram: longest token n-gram tried by the token lookup.
+      forced_nodes: at most this many nodes for the tokenizations of the forced text
+        (default: all drafted nodes, ``num_nodes - 1``; the other sources fill what it
+        leaves); 0 drafts only the tokenizer's own spelling of it.
 
     Example:
       >>> import xgr2
@@ -206,15 +234,23 @@ class TreeDrafter(Frozen):
       >>> tree = drafter.draft([state], [[0, 3, 5]], roots=[5])
       >>> tree.tokens.tolist(), tree.parents.tolist()
       ([[5, 3, 4, 1, 0, 0]], [[-1, 0, 1, 2, -1, -1]])
+      >>> TreeDrafter(encode, tok.decoded_vocab, num_nodes=6, sizes=(1, 4)).draft(
+      ...     [state], [[0, 3, 5]], roots=[5]).tokens.shape    # 4 nodes hold it
+      (1, 4)
     """
 
-    __slots__ = ("encode", "vocab", "num_nodes", "max_branches", "max_length", "max_ngram")
+    __slots__ = ("encode", "vocab", "num_nodes", "sizes", "max_branches", "max_length", "max_ngram",
+                 "forced_nodes", "_token_of", "_longest")
     encode: Callable[[str], Sequence[int]]
     vocab: tuple[bytes, ...]
     num_nodes: int
+    sizes: tuple[int, ...]
     max_branches: int
     max_length: int
     max_ngram: int
+    forced_nodes: int
+    _token_of: dict[bytes, int]
+    _longest: int
 
     def __init__(
         self,
@@ -222,17 +258,79 @@ class TreeDrafter(Frozen):
         vocab: Sequence[bytes],
         *,
         num_nodes: int = 8,
+        sizes: Sequence[int] = (),
         max_branches: int = 3,
         max_length: int = 8,
         max_ngram: int = 3,
+        forced_nodes: int | None = None,
     ) -> None:
         if num_nodes < 1:
             raise ValueError(f"num_nodes must be positive, got {num_nodes}")
-        init_slots(self, encode=encode, vocab=tuple(vocab), num_nodes=num_nodes, max_branches=max_branches,
-                   max_length=max_length, max_ngram=max_ngram)
+        chosen = sorted({int(n) for n in sizes} | {num_nodes})
+        if chosen[0] < 1 or chosen[-1] > num_nodes:
+            raise ValueError(f"sizes must lie in [1, num_nodes = {num_nodes}], got {tuple(sizes)}")
+        if forced_nodes is None:
+            forced_nodes = num_nodes - 1
+        if forced_nodes < 0:
+            raise ValueError(f"forced_nodes must be >= 0, got {forced_nodes}")
+        vocab = tuple(vocab)
+        # The lowest id of each spelling (special tokens spell nothing: never drafted here).
+        token_of: dict[bytes, int] = {}
+        for i, spelling in enumerate(vocab):
+            if spelling:
+                token_of.setdefault(spelling, i)
+        init_slots(self, encode=encode, vocab=vocab, num_nodes=num_nodes, sizes=tuple(chosen),
+                   max_branches=max_branches, max_length=max_length, max_ngram=max_ngram,
+                   forced_nodes=forced_nodes, _token_of=token_of, _longest=max(map(len, token_of), default=0))
 
     def _text(self, context: Sequence[int]) -> str:
         return b"".join(self.vocab[t] for t in context).decode("utf-8", errors="replace")
+
+    def _spellings(self, state: xgr2.MatcherState, data: bytes) -> list[tuple[int, xgr2.MatcherState]]:
+        """The admissible tokens that spell a prefix of ``data``, longest first, with the
+        states they lead to."""
+        out = []
+        for n in range(min(self._longest, len(data)), 0, -1):
+            token = self._token_of.get(data[:n])
+            if token is not None:
+                nxt = state.try_advance(token)
+                if nxt is not None:
+                    out.append((token, nxt))
+        return out
+
+    def forced_tokenizations(self, state: xgr2.MatcherState, forced: str, budget: int) -> list[list[int]]:
+        """Up to ``budget`` tree nodes of tokenizations of the forced text, as paths in the
+        order they were grown (each path's parent path comes before it).
+
+        Best-first: a node's children are the tokens spelling a prefix of the rest of
+        ``forced`` (longest first, the r-th weighing ``0.5 ** (r + 1)`` of its parent); the
+        heaviest open node is expanded next. Paths end where ``forced`` is spelled out,
+        at ``max_length`` tokens, or where the grammar terminates.
+
+        Example:
+          >>> import xgr2
+          >>> vocab = [b"a", b"b", b"ab", b"<eos>"]
+          >>> tok = xgr2.TokenizerInfo(vocab, stop_token_ids=[3])
+          >>> state = xgr2.compile('root ::= "abab"', tok).initial_state()
+          >>> drafter = TreeDrafter(lambda s: [], tok.decoded_vocab)
+          >>> drafter.forced_tokenizations(state, state.jump_forward_text(), 4)
+          [[2], [0], [2, 2], [2, 0]]
+        """
+        data = forced.encode("utf-8")
+        paths: list[list[int]] = []
+        heap: list[tuple[float, int, list[int], xgr2.MatcherState, int]] = [(-1.0, 0, [], state, 0)]
+        pushed = 1
+        while heap and len(paths) < budget:
+            weight, _, path, at, offset = heapq.heappop(heap)
+            if path:
+                paths.append(path)
+            if len(path) >= self.max_length or at.is_terminated or offset >= len(data):
+                continue
+            for rank, (token, nxt) in enumerate(self._spellings(at, data[offset:])):
+                heapq.heappush(heap, (weight * _RANK_DECAY ** (rank + 1), pushed, path + [token], nxt,
+                                      offset + len(self.vocab[token])))
+                pushed += 1
+        return paths
 
     def paths(self, state: xgr2.MatcherState | None, context: Sequence[int]) -> list[list[int]]:
         """The drafted token sequences of one row, best first, each admissible from
@@ -248,7 +346,11 @@ class TreeDrafter(Frozen):
         by_text.sort(key=len, reverse=True)  # stable: equal lengths keep the lookup's order
         candidates = by_text[: self.max_branches]
         if forced:
-            candidates.insert(0, admissible_prefix(state, list(self.encode(forced))[: self.max_length]))
+            # The tokenization tree (best first), then the tokenizer's spelling of F, which
+            # the lookups above may carry on past F.
+            spelled = _maximal(self.forced_tokenizations(state, forced, self.forced_nodes))
+            canonical = admissible_prefix(state, list(self.encode(forced))[: self.max_length])
+            candidates = spelled + [canonical] + candidates
         candidates += [admissible_prefix(state, c) for c in prompt_lookup(
             context, max_ngram=self.max_ngram, max_branches=self.max_branches, length=self.max_length)]
         out: list[list[int]] = []
@@ -263,7 +365,8 @@ class TreeDrafter(Frozen):
         contexts: Sequence[Sequence[int]],
         roots: Sequence[int],
     ) -> DraftTree:
-        """The ``[B, num_nodes]`` draft trees of a batch.
+        """The ``[B, size]`` draft trees of a batch (``size``: the smallest of :attr:`sizes`
+        that holds every row's draft).
 
         Args:
           states: each row's matcher state after its last committed token (``None``: a
@@ -273,4 +376,10 @@ class TreeDrafter(Frozen):
         """
         if not len(states) == len(contexts) == len(roots):
             raise ValueError(f"got {len(states)} states, {len(contexts)} contexts and {len(roots)} roots")
-        return build_draft_tree(roots, [self.paths(s, c) for s, c in zip(states, contexts)], self.num_nodes)
+        tree = build_draft_tree(roots, [self.paths(s, c) for s, c in zip(states, contexts)], self.num_nodes)
+        # Nodes are numbered as they are created, so the first `used` hold every row's draft.
+        used = int(np.asarray(tree.valid).sum(axis=1).max(initial=1))
+        size = next(n for n in self.sizes if n >= used)
+        if size == self.num_nodes:
+            return tree
+        return DraftTree(tree.parents[:, :size], tree.tokens[:, :size], tree.valid[:, :size])
