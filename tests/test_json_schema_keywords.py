@@ -86,8 +86,14 @@ KEYWORDS = [
      "whose ifs test one property by const / enum is compiled as one case per tested value instead (the same language)"),
     ("dependentSchemas", "exact", {"dependentSchemas": {"a": {"required": ["b"]}}}, "as if {required: [name]} then the schema"),
     ("dependencies", "exact", {"dependencies": {"a": ["b"]}}, "Draft 4-7: arrays as dependentRequired, schemas as dependentSchemas"),
-    ("unevaluatedProperties", "refused", {"unevaluatedProperties": {"type": "integer"}}, "`false` is accepted under strict when properties are declared and nothing else is allowed"),
-    ("unevaluatedItems", "refused", {"unevaluatedItems": False}, ""),
+    ("unevaluatedProperties", "narrower",
+     {"properties": {"a": {}}, "allOf": [{"properties": {"b": {}}}], "unevaluatedProperties": {"type": "integer"}},
+     "rewritten before allOf merging, as additionalProperties over the names and patterns the schema evaluates in "
+     "place (own keywords, allOf, $ref) and, for one anyOf / oneOf / if beside it, branch by branch; where several "
+     "anyOf branches hold at once only one branch's names count (narrower). Refused beside dependentSchemas that "
+     "declare properties, beside two such applicators, or when a nested anyOf / oneOf / if decides what is evaluated"),
+    ("unevaluatedItems", "narrower", {"prefixItems": [{"type": "integer"}], "unevaluatedItems": False},
+     "as unevaluatedProperties, with the items prefixItems / items evaluate; refused where contains evaluates"),
     ("title", "annotation", {"type": "integer", "title": "x"}, "also description, default, examples, $comment, "
      "deprecated, readOnly, writeOnly, content*, and unknown keywords"),
 ]

@@ -284,8 +284,12 @@ class SchemaCompiler {
     return arr;
   }
 
-  // A schema object with $ref and allOf folded into its keywords.
+  // A schema object with $ref and allOf folded into its keywords (and
+  // unevaluatedProperties / Items rewritten first, while its subschemas are still apart).
   const JsonValue* Flatten(const JsonValue* s, const std::string& ptr, int depth) {
+    if (s->IsObject() && (s->Find("unevaluatedProperties") || s->Find("unevaluatedItems"))) {
+      s = WithoutUnevaluated(s, ptr, depth);
+    }
     if (!s->IsObject() || (!s->Find("$ref") && !s->Find("allOf") && !s->Find("if") && !s->Find("dependentSchemas") &&
                            !s->Find("dependencies") && !s->Find("dependentRequired"))) {
       return s;
@@ -295,6 +299,242 @@ class SchemaCompiler {
     const JsonValue* flat = FlattenOnce(s, ptr, depth);
     flattened_[s] = flat;
     return flat;
+  }
+
+  // ---------------------------------------------------------------- unevaluatedProperties / Items
+  // `unevaluatedProperties: U` constrains the properties that no keyword of the schema
+  // evaluated: its own properties / patternProperties / additionalProperties, and those of
+  // the in-place subschemas (allOf, $ref, anyOf, oneOf, if / then / else,
+  // dependentSchemas) that validate; `unevaluatedItems` likewise the items past those that
+  // prefixItems / items / contains evaluated. Both are rewritten here, before allOf
+  // merging mixes the subschemas' evaluations (merged, `{allOf: [{properties: {a},
+  // unevaluatedProperties: false}, {properties: {b}}]}` would look as if it allowed `b`):
+  //   * evaluations fixed by the schema (own keywords, allOf, $ref): U becomes
+  //     `{properties: {n: true}, patternProperties: {p: true}, additionalProperties: U}`
+  //     over the names n and patterns p evaluated (items: `{prefixItems: [true] * n,
+  //     items: U}`), added to allOf; nothing if some keyword evaluates everything;
+  //   * one anyOf, oneOf or if whose branches evaluate: that constraint per branch, with
+  //     the branch's evaluations (anyOf: each branch with its own, which is exact when at
+  //     most one branch holds and narrower, never wider, when several do; oneOf: exactly
+  //     one holds, the branches stay as they are for that count and an anyOf of the
+  //     constrained branches is added, or they replace the branches when these are
+  //     disjoint; if: `then` adds the evaluations of `if`);
+  //   * anything else (two of them, dependentSchemas or contains that evaluate,
+  //     evaluations inside a nested anyOf) is refused.
+  struct Evaluated {
+    std::vector<std::string> names, patterns;  // properties, in the order met (declared order)
+    size_t prefix = 0;                          // items: the first `prefix`
+    bool all = false;                           // every property / item
+  };
+
+  // The keywords that evaluate properties (or items), and what they evaluate.
+  static const std::vector<const char*>& EvaluatingKeywords(bool items) {
+    static const std::vector<const char*> props = {"properties", "patternProperties", "additionalProperties",
+                                                   "unevaluatedProperties"};
+    static const std::vector<const char*> its = {"prefixItems", "items", "additionalItems", "contains",
+                                                 "unevaluatedItems"};
+    return items ? its : props;
+  }
+
+  static void AddOwnEvaluations(const JsonValue& s, bool items, Evaluated* out) {
+    if (!items) {
+      for (const char* k : {"properties", "patternProperties"}) {
+        const JsonValue* map = s.Find(k);
+        if (!map || !map->IsObject()) continue;
+        std::vector<std::string>& list = std::string(k) == "properties" ? out->names : out->patterns;
+        for (const auto& m : map->members) {
+          if (std::find(list.begin(), list.end(), m.first) == list.end()) list.push_back(m.first);
+        }
+      }
+      if (s.Find("additionalProperties") || s.Find("unevaluatedProperties")) out->all = true;
+      return;
+    }
+    const JsonValue* it = s.Find("items");
+    const JsonValue* prefix = s.Find("prefixItems");
+    if (prefix && prefix->IsArray()) out->prefix = std::max(out->prefix, prefix->items.size());
+    if (it && it->IsArray()) {  // draft 7's tuple; additionalItems covers the rest
+      out->prefix = std::max(out->prefix, it->items.size());
+      if (s.Find("additionalItems")) out->all = true;
+    } else if (it) {
+      out->all = true;
+    }
+    if (s.Find("unevaluatedItems")) out->all = true;
+  }
+
+  const JsonValue* RefTarget(const JsonValue& s, const std::string& ptr) {
+    const JsonValue* ref = s.Find("$ref");
+    if (!ref) return nullptr;
+    if (!ref->IsString()) Fail("$ref must be a string", ptr + "/$ref");
+    std::string target;
+    return Resolve(ref->text, ptr + "/$ref", &target);
+  }
+
+  // Whether `s` or an in-place subschema has a keyword that evaluates properties (items).
+  bool MayEvaluate(const JsonValue& s, bool items, const std::string& ptr, int depth) {
+    if (!s.IsObject()) return false;
+    if (depth > kMaxMergeDepth) Fail("allOf / $ref nested too deeply (a $ref that points to itself?)", ptr);
+    for (const char* k : EvaluatingKeywords(items)) {
+      if (s.Find(k)) return true;
+    }
+    for (const char* k : {"allOf", "anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies"}) {
+      const JsonValue* x = s.Find(k);
+      if (x && ConditionalEvaluations(k, *x, items, ptr, depth)) return true;
+    }
+    const JsonValue* target = RefTarget(s, ptr);
+    return target && MayEvaluate(*target, items, ptr, depth + 1);
+  }
+
+  // Whether the value of in-place applicator `k` evaluates properties (items).
+  bool ConditionalEvaluations(const std::string& k, const JsonValue& v, bool items, const std::string& ptr,
+                              int depth) {
+    if (k == "allOf" || k == "anyOf" || k == "oneOf") {
+      if (!v.IsArray()) return false;
+      for (const JsonValue& x : v.items) {
+        if (MayEvaluate(x, items, ptr, depth + 1)) return true;
+      }
+      return false;
+    }
+    if (k == "dependentSchemas" || k == "dependencies") {
+      if (!v.IsObject()) return false;
+      for (const auto& m : v.members) {
+        if (MayEvaluate(m.second, items, ptr, depth + 1)) return true;
+      }
+      return false;
+    }
+    return MayEvaluate(v, items, ptr, depth + 1);
+  }
+
+  // Adds what `s` evaluates whenever it holds; false when that depends on which branch of
+  // an anyOf / oneOf / if / dependentSchemas inside it holds, or on contains.
+  bool FixedEvaluations(const JsonValue& s, bool items, const std::string& ptr, int depth, Evaluated* out) {
+    if (!s.IsObject()) return true;
+    if (depth > kMaxMergeDepth) Fail("allOf / $ref nested too deeply (a $ref that points to itself?)", ptr);
+    if (items && s.Find("contains")) return false;
+    AddOwnEvaluations(s, items, out);
+    for (const char* k : {"anyOf", "oneOf", "if", "then", "else", "dependentSchemas", "dependencies"}) {
+      const JsonValue* x = s.Find(k);
+      if (x && ConditionalEvaluations(k, *x, items, ptr, depth)) return false;
+    }
+    if (const JsonValue* all = s.Find("allOf"); all && all->IsArray()) {
+      for (const JsonValue& x : all->items) {
+        if (!FixedEvaluations(x, items, ptr, depth + 1, out)) return false;
+      }
+    }
+    const JsonValue* target = RefTarget(s, ptr);
+    return !target || FixedEvaluations(*target, items, ptr, depth + 1, out);
+  }
+
+  // Every property (item) outside `e` must match `u`.
+  static JsonValue OutsideMustMatch(const Evaluated& e, const JsonValue& u, bool items) {
+    if (items) {
+      JsonValue prefix = Arr({});
+      for (size_t i = 0; i < e.prefix; ++i) prefix.items.push_back(BoolSchema(true));
+      return Obj({{"prefixItems", prefix}, {"items", u}});
+    }
+    JsonValue names = Obj({}), patterns = Obj({});
+    for (const std::string& n : e.names) names.members.emplace_back(n, BoolSchema(true));
+    for (const std::string& p : e.patterns) patterns.members.emplace_back(p, BoolSchema(true));
+    return Obj({{"properties", names}, {"patternProperties", patterns}, {"additionalProperties", u}});
+  }
+
+  // `branch` (absent: true) with the constraint of `u` outside `base`, the branch's own
+  // evaluations and those of `extra` (the `if` beside a `then`); nullopt if not fixed.
+  std::optional<JsonValue> Constrained(const JsonValue* branch, const Evaluated& base, const JsonValue* extra,
+                                       const JsonValue& u, bool items, const std::string& ptr) {
+    Evaluated e = base;
+    if (branch && !FixedEvaluations(*branch, items, ptr, 1, &e)) return std::nullopt;
+    if (extra && !FixedEvaluations(*extra, items, ptr, 1, &e)) return std::nullopt;
+    JsonValue b = branch ? *branch : BoolSchema(true);
+    if (e.all) return b;
+    return Obj({{"allOf", Arr({b, OutsideMustMatch(e, u, items)})}});
+  }
+
+  const JsonValue* WithoutUnevaluated(const JsonValue* s, const std::string& ptr, int depth) {
+    auto it = rewritten_.find(s);
+    if (it != rewritten_.end()) return it->second;
+    const JsonValue* out = s;
+    for (bool items : {false, true}) {
+      if (out->Find(items ? "unevaluatedItems" : "unevaluatedProperties")) out = RewriteUnevaluated(*out, items, ptr, depth);
+    }
+    return rewritten_[s] = out;
+  }
+
+  const JsonValue* RewriteUnevaluated(const JsonValue& s, bool items, const std::string& ptr, int depth) {
+    const std::string keyword = items ? "unevaluatedItems" : "unevaluatedProperties";
+    const JsonValue& u = *s.Find(keyword);
+    std::string uptr = ptr + "/" + keyword;
+    JsonValue out = WithoutKey(s, keyword);
+    auto refuse = [&](const std::string& why) -> const JsonValue* {
+      Unsupported("`" + keyword + "` " + why, uptr);
+      return Keep(std::move(out));  // warn / ignore: left out (wider)
+    };
+    const std::string nested = "where a nested anyOf / oneOf / if" + std::string(items ? " or contains" : "") +
+                               " decides what is evaluated";
+    if (!u.IsBool() && !u.IsObject()) Fail(keyword + " must be a schema", uptr);
+    if (u.IsBool() && u.boolean) return Keep(std::move(out));
+    // The conditional applicators whose branches evaluate: at most one.
+    std::vector<std::string> conditional;
+    for (const char* k : {"anyOf", "oneOf", "if", "dependentSchemas", "dependencies"}) {
+      const JsonValue* x = out.Find(k);
+      bool evaluates = x && ConditionalEvaluations(k, *x, items, ptr, depth);
+      if (std::string(k) == "if" && x) {
+        for (const char* branch : {"then", "else"}) {
+          if (const JsonValue* b = out.Find(branch)) evaluates = evaluates || MayEvaluate(*b, items, ptr, depth + 1);
+        }
+      }
+      if (evaluates) conditional.push_back(k);
+    }
+    if (conditional.size() > 1) return refuse("beside more than one of anyOf / oneOf / if that evaluate");
+    if (!conditional.empty() && conditional[0] != "anyOf" && conditional[0] != "oneOf" && conditional[0] != "if") {
+      return refuse("beside " + conditional[0] + " that evaluate");
+    }
+    JsonValue fixed = out;
+    if (!conditional.empty()) {
+      for (const char* k : conditional[0] == "if" ? std::vector<const char*>{"if", "then", "else"}
+                                                  : std::vector<const char*>{conditional[0].c_str()}) {
+        fixed = WithoutKey(fixed, k);
+      }
+    }
+    Evaluated base;
+    if (!FixedEvaluations(fixed, items, ptr, depth, &base)) return refuse(nested);
+    auto add_to_all_of = [&](JsonValue part) {
+      const JsonValue* old = out.Find("allOf");
+      JsonValue list = old && old->IsArray() ? *old : Arr({});
+      list.items.push_back(std::move(part));
+      out = WithoutKey(out, "allOf");
+      out.members.emplace_back("allOf", std::move(list));
+    };
+    auto replace = [&](const std::string& k, JsonValue v) {
+      out = WithoutKey(out, k);
+      out.members.emplace_back(k, std::move(v));
+    };
+    if (conditional.empty()) {
+      if (!base.all) add_to_all_of(OutsideMustMatch(base, u, items));
+    } else if (conditional[0] == "if") {
+      const JsonValue* cond = out.Find("if");
+      std::optional<JsonValue> then = Constrained(out.Find("then"), base, cond, u, items, ptr + "/then");
+      std::optional<JsonValue> otherwise = Constrained(out.Find("else"), base, nullptr, u, items, ptr + "/else");
+      if (!then || !otherwise) return refuse(nested);
+      replace("then", std::move(*then));
+      replace("else", std::move(*otherwise));
+    } else {
+      const std::string k = conditional[0];
+      const JsonValue& branches = *out.Find(k);
+      if (!branches.IsArray()) Fail(k + " must be a non-empty array", ptr + "/" + k);
+      JsonValue each = Arr({});
+      for (size_t i = 0; i < branches.items.size(); ++i) {
+        std::optional<JsonValue> c =
+            Constrained(&branches.items[i], base, nullptr, u, items, ptr + "/" + k + "/" + std::to_string(i));
+        if (!c) return refuse(nested);
+        each.items.push_back(std::move(*c));
+      }
+      if (k == "anyOf" || BranchesDisjoint(branches.items)) {
+        replace(k, std::move(each));  // oneOf of disjoint branches: at most one holds anyway
+      } else {
+        add_to_all_of(Obj({{"anyOf", std::move(each)}}));
+      }
+    }
+    return Keep(std::move(out));
   }
 
   // ---------------------------------------------------------------- conditionals by case
@@ -1113,16 +1353,10 @@ class SchemaCompiler {
   // Keywords this front end refuses (other unknown keywords only annotate).
   void CheckKeywords(const JsonValue& s, const std::string& ptr) {
     static const std::set<std::string> unsupported = {
-        "unevaluatedProperties", "unevaluatedItems",
+        "unevaluatedProperties", "unevaluatedItems",  // rewritten by Flatten: only if left
         "$dynamicRef", "$recursiveRef"};
     for (const auto& [k, v] : s.members) {
-      if (unsupported.count(k)) {
-        // strict, with declared properties and nothing else allowed: no other property is generated
-        bool only_declared = opt_.strict && s.Find("properties") && !s.Find("additionalProperties") &&
-                             !s.Find("patternProperties");
-        if (k == "unevaluatedProperties" && v.IsBool() && !v.boolean && only_declared) continue;
-        Unsupported("`" + k + "` is not supported", ptr + "/" + JsonPointerToken(k));
-      }
+      if (unsupported.count(k)) Unsupported("`" + k + "` is not supported", ptr + "/" + JsonPointerToken(k));
     }
   }
 
@@ -2230,6 +2464,7 @@ class SchemaCompiler {
   std::map<std::string, const JsonValue*> ids_;
   std::map<std::string, int32_t> formats_;
   std::map<const JsonValue*, const JsonValue*> flattened_;
+  std::map<const JsonValue*, const JsonValue*> rewritten_;  // WithoutUnevaluated
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
   int not_depth_ = 0;  // NotSchema calls in progress
