@@ -5,6 +5,7 @@ from typing import Annotated
 
 import numpy
 from numpy.typing import NDArray
+from typing_extensions import CapsuleType
 
 
 def _set_error_types(arg0: object, arg1: object, arg2: object, arg3: object, arg4: object, arg5: object, arg6: object, /) -> None: ...
@@ -14,6 +15,8 @@ def batch_fill_bitmask(states: Sequence[MatcherState], out: object | None, rows:
 def batch_advance(states: Sequence[MatcherState], tokens: Sequence[int], num_threads: int) -> list[MatcherState | None]: ...
 
 def tree_masks(states: Sequence[MatcherState | None], parents: Annotated[NDArray[numpy.int32], dict(shape=(None, None), order='C', device='cpu', writable=False)], tokens: Annotated[NDArray[numpy.int32], dict(shape=(None, None), order='C', device='cpu', writable=False)], valid: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu', writable=False)], bitmask: Annotated[NDArray[numpy.int32], dict(shape=(None, None, None), order='C', device='cpu')], admissible: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu')], visited: Annotated[NDArray[numpy.bool_], dict(shape=(None, None), order='C', device='cpu')], max_nodes: int, num_threads: int) -> tuple[list[list[MatcherState | None]], list[bool]]: ...
+
+def xla_ffi_targets() -> dict[str, CapsuleType]: ...
 
 def json_format_ebnf(arg: str, /) -> str | None: ...
 

@@ -26,6 +26,7 @@ using namespace xgr2;
 
 namespace xgr2 {
 void BindTreeMasks(nb::module_& m);  // csrc/bindings/tree_masks.cc
+void BindXlaFfi(nb::module_& m);     // csrc/bindings/xla_ffi.cc
 }
 
 namespace {
@@ -194,6 +195,7 @@ NB_MODULE(_core, m) {
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
   BindTreeMasks(m);
+  BindXlaFfi(m);
   m.def("json_format_ebnf", [](const std::string& format) -> std::optional<std::string> {
     const char* text = JsonFormatEbnf(format);
     if (!text) return std::nullopt;

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from xgr2.jax._cpu_kernels import cpu_greedy, cpu_sample, use_kernels
 from xgr2.jax._candidates import block_words, greedy_candidates, materialized, raw_blocks, top_values
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
@@ -341,7 +342,7 @@ def _full_sample(
     return _sample_blocks(key, xb, allowed, temperature, top_k, top_p, min_p, k_bound=k_bound)
 
 
-@functools.partial(jax.jit, static_argnames=("k_bound", "has_k"))
+@functools.partial(jax.jit, static_argnames=("k_bound", "has_k", "kernels"))
 def _sample(
     key: jax.Array,
     logits: jax.Array,
@@ -354,8 +355,35 @@ def _sample(
     *,
     k_bound: int | None,
     has_k: bool,
+    kernels: bool = False,
 ) -> jax.Array:
     k = top_k if has_k else None
+
+    def pure() -> jax.Array:
+        return _sample_pure(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound)
+
+    if not kernels or top_p is not None:  # top-p: the pure path's rejection is cheaper here
+        return pure()
+    # The C++ kernel where this lowers for the CPU (see _cpu_kernels), pure JAX elsewhere.
+    tokens: jax.Array = jax.lax.platform_dependent(
+        cpu=lambda: cpu_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained), default=pure
+    )
+    return tokens
+
+
+def _sample_pure(
+    key: jax.Array,
+    logits: jax.Array,
+    bitmask: jax.Array,
+    temperature: jax.Array,
+    k: jax.Array | None,
+    top_p: jax.Array | None,
+    min_p: jax.Array | None,
+    constrained: jax.Array | None,
+    *,
+    k_bound: int | None,
+) -> jax.Array:
+    """The pure-JAX sampler (any platform; XLA partitions it under sharding)."""
     if top_p is None and (k is not None or min_p is not None) and (k is None or (k_bound or MAX_K + 1) <= MAX_K):
         # top-k / min-p: candidate blocks, the full path for the rows they cannot certify.
         tokens, exact = sample_truncated(
@@ -447,8 +475,17 @@ def _greedy_by_candidates(
     return tokens, exact
 
 
-@jax.jit
-def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
+@functools.partial(jax.jit, static_argnames="kernels")
+def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None, *, kernels: bool = False) -> jax.Array:
+    if not kernels:
+        return _greedy_pure(logits, bitmask, constrained)
+    tokens: jax.Array = jax.lax.platform_dependent(
+        cpu=lambda: cpu_greedy(logits, bitmask, constrained), default=lambda: _greedy_pure(logits, bitmask, constrained)
+    )
+    return tokens
+
+
+def _greedy_pure(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None) -> jax.Array:
     tokens, exact = _greedy_by_candidates(logits, bitmask, constrained)
 
     def full(_: None) -> jax.Array:
@@ -641,7 +678,8 @@ def sample(
     min_p = None if min_p is None else _per_row(min_p, batch, "min_p")
     constrained = _constrained(constrained, batch)
     tokens: jax.Array = _sample(
-        key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound, has_k=has_k
+        key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound, has_k=has_k,
+        kernels=use_kernels(logits),
     )
     return tokens[0] if single else tokens
 
@@ -668,5 +706,7 @@ def greedy(
       Array([2], dtype=int32)
     """
     logits, bitmask, single = _prepare(logits, bitmask)
-    tokens: jax.Array = _greedy(logits, bitmask, _constrained(constrained, logits.shape[0]))
+    tokens: jax.Array = _greedy(
+        logits, bitmask, _constrained(constrained, logits.shape[0]), kernels=use_kernels(logits)
+    )
     return tokens[0] if single else tokens

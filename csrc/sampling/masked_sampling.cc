@@ -1,0 +1,491 @@
+// Masked greedy / sampling on the CPU (see masked_sampling.h for the semantics).
+//
+// A row is read in chunks of 256 tokens (8 mask words). Pass 1 takes each chunk's masked
+// maximum; greedy stops there (the first chunk holding the row maximum is searched
+// alone). Sampling then sums exp((x - M) / T) per chunk over the kept tokens, skipping
+// chunks whose maximum is so far below M that every weight is 0 in float, and draws by
+// the inverse CDF: one uniform picks a chunk by the chunk masses, then a token inside it
+// (its weights recomputed by the same routine, so the two levels agree). top-k takes the
+// k-th largest value among the chunks with the k largest maxima; top-p selects its
+// threshold by quickselect over the weights. The inner loops have an AVX2 version
+// (chosen at run time) and a portable one with the same arithmetic up to the exp.
+#include "sampling/masked_sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define XGR2_X86 1
+#endif
+
+namespace xgr2 {
+namespace {
+
+constexpr int64_t kChunk = 256;             // tokens per chunk
+constexpr int64_t kWords = kChunk / 32;     // mask words per chunk
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kPosInf = std::numeric_limits<float>::infinity();
+// exp(z) for z below this is flushed to 0 (float's smallest normal is exp(-87.34)).
+constexpr float kExpFloor = -87.0f;
+
+// What a chunk's weights keep: allowed, x >= tau, (x - M) * inv_temp >= log_min_p.
+struct Keep {
+  float row_max, inv_temp, tau, log_min_p;
+};
+
+// exp(z) for z <= 0 (z < kExpFloor: 0): 2^n * p(r), r = z - n ln2 in [-ln2/2, ln2/2],
+// p of degree 6 (relative error ~2e-7). The portable and AVX2 versions share it.
+inline float ExpNonPositive(float z) {
+  if (!(z >= kExpFloor)) return 0.0f;
+  float n = std::nearbyint(z * 1.44269504088896341f);
+  float r = z - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+  float p = 1.0f / 720;
+  p = p * r + 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+inline bool Bit(const uint32_t* words, int64_t t) { return (words[t >> 5] >> (t & 31)) & 1u; }
+
+// ------------------------------------------------------------------------ portable
+float ChunkMaxPortable(const float* x, const uint32_t* words, int64_t n) {
+  float m = kNegInf;
+  for (int64_t t = 0; t < n; ++t) {
+    if (Bit(words, t) && x[t] > m) m = x[t];  // NaN never compares greater
+  }
+  return m;
+}
+
+float ChunkWeightsPortable(const float* x, const uint32_t* words, int64_t n, const Keep& k, float* out) {
+  float mass = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    float w = 0;
+    if (Bit(words, t) && x[t] >= k.tau) {
+      float z = (x[t] - k.row_max) * k.inv_temp;
+      if (z >= k.log_min_p) w = ExpNonPositive(z);
+    }
+    if (out) out[t] = w;
+    mass += w;
+  }
+  return mass;
+}
+
+// ------------------------------------------------------------------------ AVX2
+#ifdef XGR2_X86
+__attribute__((target("avx2,fma"))) inline __m256 LaneMask(uint32_t word, int quarter) {
+  const __m256i lanes = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+  __m256i lane = _mm256_slli_epi32(lanes, 8 * quarter);
+  __m256i bits = _mm256_set1_epi32(static_cast<int32_t>(word));
+  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(bits, lane), lane));
+}
+
+__attribute__((target("avx2,fma"))) float ChunkMaxAvx2(const float* x, const uint32_t* words) {
+  const __m256 ninf = _mm256_set1_ps(kNegInf);
+  __m256 m = ninf;
+  for (int64_t w = 0; w < kWords; ++w) {
+    for (int q = 0; q < 4; ++q) {
+      __m256 v = _mm256_blendv_ps(ninf, _mm256_loadu_ps(x + 32 * w + 8 * q), LaneMask(words[w], q));
+      m = _mm256_max_ps(v, m);  // a NaN in v yields m (max returns its second operand)
+    }
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+// The masked maximum of each of a chunk's 8 words.
+__attribute__((target("avx2,fma"))) void WordMaximaAvx2(const float* x, const uint32_t* words, float* out) {
+  const __m256 ninf = _mm256_set1_ps(kNegInf);
+  for (int64_t w = 0; w < kWords; ++w) {
+    if (!words[w]) {
+      out[w] = kNegInf;
+      continue;
+    }
+    __m256 m = ninf;
+    for (int q = 0; q < 4; ++q) {
+      __m256 v = _mm256_blendv_ps(ninf, _mm256_loadu_ps(x + 32 * w + 8 * q), LaneMask(words[w], q));
+      m = _mm256_max_ps(v, m);
+    }
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    out[w] = _mm_cvtss_f32(h);
+  }
+}
+
+__attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 z) {
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(0.693145751953125f)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(1.42860682030941723e-6f)));
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 120));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 24));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 6));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(0.5f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f));
+  __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  // z >= kExpFloor is false for NaN and -inf too: 0.
+  return _mm256_and_ps(e, _mm256_cmp_ps(z, _mm256_set1_ps(kExpFloor), _CMP_GE_OQ));
+}
+
+__attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const uint32_t* words, const Keep& k,
+                                                            float* out) {
+  const __m256 row_max = _mm256_set1_ps(k.row_max), inv_temp = _mm256_set1_ps(k.inv_temp);
+  const __m256 tau = _mm256_set1_ps(k.tau), log_min_p = _mm256_set1_ps(k.log_min_p);
+  __m256 mass = _mm256_setzero_ps();
+  for (int64_t w = 0; w < kWords; ++w) {
+    if (!words[w]) {
+      if (out) std::memset(out + 32 * w, 0, 32 * sizeof(float));
+      continue;
+    }
+    for (int q = 0; q < 4; ++q) {
+      __m256 v = _mm256_loadu_ps(x + 32 * w + 8 * q);
+      __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, row_max), inv_temp);
+      __m256 keep = _mm256_and_ps(LaneMask(words[w], q), _mm256_cmp_ps(v, tau, _CMP_GE_OQ));
+      keep = _mm256_and_ps(keep, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ));
+      __m256 e = _mm256_and_ps(ExpNonPositiveAvx2(z), keep);
+      if (out) _mm256_storeu_ps(out + 32 * w + 8 * q, e);
+      mass = _mm256_add_ps(mass, e);
+    }
+  }
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(mass), _mm256_extractf128_ps(mass, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+// The envelope weights popcount(word) * exp((wmax - M) / T) of a chunk's 8 words, 0 where
+// the word maximum is not kept (below tau or the min-p cut).
+__attribute__((target("avx2,fma"))) void EnvelopeAvx2(const float* wmax, const uint32_t* words, const Keep& k,
+                                                       float* out) {
+  __m256 v = _mm256_loadu_ps(wmax);
+  __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, _mm256_set1_ps(k.row_max)), _mm256_set1_ps(k.inv_temp));
+  __m256 keep = _mm256_and_ps(_mm256_cmp_ps(v, _mm256_set1_ps(k.tau), _CMP_GE_OQ),
+                              _mm256_cmp_ps(z, _mm256_set1_ps(k.log_min_p), _CMP_GE_OQ));
+  __m256 counts = _mm256_setr_ps(__builtin_popcount(words[0]), __builtin_popcount(words[1]),
+                                 __builtin_popcount(words[2]), __builtin_popcount(words[3]),
+                                 __builtin_popcount(words[4]), __builtin_popcount(words[5]),
+                                 __builtin_popcount(words[6]), __builtin_popcount(words[7]));
+  _mm256_storeu_ps(out, _mm256_and_ps(_mm256_mul_ps(ExpNonPositiveAvx2(z), counts), keep));
+}
+
+bool HasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+// ------------------------------------------------------------------------ a row
+// The row's mask words, with bits of ids >= vocab cleared (or all ones: unconstrained).
+struct Row {
+  const float* x;
+  int64_t vocab, chunks;
+  std::vector<uint32_t> words;  // one chunk's worth of padding past the last word
+
+  Row(const float* logits, const uint32_t* mask, int64_t n, bool constrained) : x(logits), vocab(n) {
+    chunks = (n + kChunk - 1) / kChunk;
+    words.assign(chunks * kWords, 0);
+    int64_t used = (n + 31) / 32;
+    for (int64_t w = 0; w < used; ++w) words[w] = constrained ? mask[w] : 0xFFFFFFFFu;
+    if (n % 32) words[used - 1] &= (1u << (n % 32)) - 1;
+  }
+  int64_t ChunkSize(int64_t c) const { return std::min(kChunk, vocab - c * kChunk); }
+  const uint32_t* ChunkWords(int64_t c) const { return words.data() + c * kWords; }
+
+  float ChunkMax(int64_t c) const {
+#ifdef XGR2_X86
+    if (ChunkSize(c) == kChunk && HasAvx2()) return ChunkMaxAvx2(x + c * kChunk, ChunkWords(c));
+#endif
+    return ChunkMaxPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c));
+  }
+  // The masked maximum of each word of chunk c (kWords entries).
+  void WordMaxima(int64_t c, float* out) const {
+#ifdef XGR2_X86
+    if (ChunkSize(c) == kChunk && HasAvx2()) return WordMaximaAvx2(x + c * kChunk, ChunkWords(c), out);
+#endif
+    for (int64_t w = 0; w < kWords; ++w) {
+      int64_t begin = std::min(vocab, c * kChunk + 32 * w), end = std::min(vocab, begin + 32);
+      out[w] = ChunkMaxPortable(x + begin, words.data() + c * kWords + w, end - begin);
+    }
+  }
+  void Envelope(int64_t c, const float* wmax, const Keep& k, float* out) const {
+#ifdef XGR2_X86
+    if (HasAvx2()) return EnvelopeAvx2(wmax, ChunkWords(c), k, out);
+#endif
+    for (int64_t w = 0; w < kWords; ++w) {
+      float z = (wmax[w] - k.row_max) * k.inv_temp;
+      bool kept = wmax[w] >= k.tau && z >= k.log_min_p;
+      out[w] = kept ? __builtin_popcount(ChunkWords(c)[w]) * ExpNonPositive(z) : 0.0f;
+    }
+  }
+  float ChunkWeights(int64_t c, const Keep& k, float* out) const {
+#ifdef XGR2_X86
+    if (ChunkSize(c) == kChunk && HasAvx2()) return ChunkWeightsAvx2(x + c * kChunk, ChunkWords(c), k, out);
+#endif
+    return ChunkWeightsPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c), k, out);
+  }
+  int64_t FirstAllowed() const {
+    for (int64_t w = 0; w < static_cast<int64_t>(words.size()); ++w) {
+      if (words[w]) return w * 32 + __builtin_ctz(words[w]);
+    }
+    return -1;
+  }
+};
+
+// Row maximum from the chunk maxima (filled into `cm`).
+float ChunkMaxima(const Row& row, std::vector<float>* cm) {
+  cm->resize(row.chunks);
+  float m = kNegInf;
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    (*cm)[c] = row.ChunkMax(c);
+    m = std::max(m, (*cm)[c]);
+  }
+  return m;
+}
+
+int32_t ArgmaxFromChunks(const Row& row, const std::vector<float>& cm, float m) {
+  if (m == kNegInf) return static_cast<int32_t>(row.FirstAllowed());
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (cm[c] != m) continue;
+    for (int64_t t = c * kChunk; t < c * kChunk + row.ChunkSize(c); ++t) {
+      if (Bit(row.words.data(), t) && row.x[t] == m) return static_cast<int32_t>(t);
+    }
+  }
+  return static_cast<int32_t>(row.FirstAllowed());  // not reached
+}
+
+// The k-th largest allowed value (-inf when fewer than k are finite or +inf).
+float KthLargest(const Row& row, const std::vector<float>& cm, int64_t k, SamplingScratch* s) {
+  std::vector<float>& values = s->values;
+  values.clear();
+  // The k chunks with the largest maxima hold the k largest values: every value above
+  // the k-th largest one lies in a chunk whose maximum is at least the k-th largest
+  // chunk maximum `mu`, and those chunks hold at least k values >= mu.
+  std::vector<float> maxima;
+  for (float v : cm) {
+    if (v > kNegInf) maxima.push_back(v);
+  }
+  float mu = kNegInf;
+  if (static_cast<int64_t>(maxima.size()) > k) {
+    std::nth_element(maxima.begin(), maxima.begin() + (k - 1), maxima.end(), std::greater<float>());
+    mu = maxima[k - 1];
+  }
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (!(cm[c] > kNegInf) || cm[c] < mu) continue;
+    for (int64_t t = c * kChunk; t < c * kChunk + row.ChunkSize(c); ++t) {
+      // Values below mu cannot be the k-th largest (it is >= mu). NaN fails >=.
+      if (Bit(row.words.data(), t) && row.x[t] >= mu && row.x[t] > kNegInf) values.push_back(row.x[t]);
+    }
+  }
+  if (static_cast<int64_t>(values.size()) < k) return kNegInf;
+  std::nth_element(values.begin(), values.begin() + (k - 1), values.end(), std::greater<float>());
+  return values[k - 1];
+}
+
+// The largest value v with sum(weights of values >= v) >= need (quickselect; ties kept).
+float TopPThreshold(std::vector<float>* values, std::vector<float>* weights, double need) {
+  size_t lo = 0, hi = values->size();
+  float* v = values->data();
+  float* w = weights->data();
+  float answer = kNegInf;
+  while (lo < hi) {
+    float pivot = v[lo + (hi - lo) / 2];
+    // Three-way partition of [lo, hi): > pivot, == pivot, < pivot.
+    size_t gt = lo, i = lo, lt = hi;
+    double mass_gt = 0, mass_eq = 0;
+    while (i < lt) {
+      if (v[i] > pivot) {
+        mass_gt += w[i];
+        std::swap(v[i], v[gt]);
+        std::swap(w[i], w[gt]);
+        ++gt, ++i;
+      } else if (v[i] < pivot) {
+        --lt;
+        std::swap(v[i], v[lt]);
+        std::swap(w[i], w[lt]);
+      } else {
+        mass_eq += w[i];
+        ++i;
+      }
+    }
+    if (mass_gt >= need) {
+      hi = gt;  // the threshold is above the pivot
+    } else if (mass_gt + mass_eq >= need) {
+      return pivot;
+    } else {
+      answer = pivot;  // everything down to the pivot is kept, and more
+      need -= mass_gt + mass_eq;
+      lo = lt;
+    }
+  }
+  return answer;  // rounding: the mass ran out; keep what was reached
+}
+
+// splitmix64: the row's random stream, seeded by 64 bits from jax.random.
+struct Random {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }  // [0, 1)
+};
+
+constexpr int kMaxProposals = 64;
+
+// Rejection sampling from an envelope over the words: word w proposes each of its n_w
+// allowed tokens with weight e_w = exp((wmax_w - M) / T); token t is accepted with
+// probability exp((x_t - wmax_w) / T), so accepted tokens follow exp((x_t - M) / T)
+// exactly (and tokens the keep predicate drops are rejected). Only the word maxima are
+// exponentiated. Returns -1 after kMaxProposals rejections (the caller then draws
+// exactly by the inverse CDF with fresh randomness, which keeps the result exact).
+int32_t SampleByEnvelope(const Row& row, const std::vector<float>& cm, const Keep& k, Random* rng,
+                         SamplingScratch* s) {
+  std::vector<float>& wmax = s->values;
+  std::vector<float>& cum = s->weights;  // cumulative envelope mass per word
+  int64_t n_words = row.chunks * kWords;
+  wmax.assign(n_words, kNegInf);
+  cum.resize(n_words);
+  double total = 0;
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    bool live = cm[c] >= k.tau && (cm[c] - k.row_max) * k.inv_temp >= std::max(kExpFloor, k.log_min_p);
+    float envelope[kWords] = {0};
+    if (live) {
+      row.WordMaxima(c, wmax.data() + c * kWords);
+      row.Envelope(c, wmax.data() + c * kWords, k, envelope);
+    }
+    for (int64_t w = 0; w < kWords; ++w) {
+      total += envelope[w];
+      cum[c * kWords + w] = static_cast<float>(total);
+    }
+  }
+  for (int proposal = 0; proposal < kMaxProposals; ++proposal) {
+    float target = static_cast<float>(rng->Uniform() * total);
+    int64_t w = std::upper_bound(cum.begin(), cum.end(), target) - cum.begin();
+    if (w >= n_words) continue;  // rounding at the end
+    uint32_t bits = row.words[w];
+    int n = __builtin_popcount(bits);
+    if (n == 0) continue;
+    for (int j = static_cast<int>(rng->Uniform() * n); j > 0; --j) bits &= bits - 1;  // the j-th set bit
+    int64_t t = w * 32 + __builtin_ctz(bits);
+    float x = row.x[t];
+    float z = (x - k.row_max) * k.inv_temp;
+    if (!(x >= k.tau) || !(z >= k.log_min_p) || !(z >= kExpFloor)) continue;
+    if (rng->Uniform() < std::exp(static_cast<double>(x - wmax[w]) * k.inv_temp)) return static_cast<int32_t>(t);
+  }
+  return -1;
+}
+
+// Inverse-CDF draw over the chunk masses, then inside the chosen chunk.
+int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, float u, SamplingScratch* s) {
+  double total = 0;
+  for (float m : mass) total += m;
+  double target = static_cast<double>(u) * total;
+  int64_t chunk = -1, last = -1;
+  double before = 0;
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (!(mass[c] > 0)) continue;
+    last = c;
+    if (before + mass[c] > target) {
+      chunk = c;
+      break;
+    }
+    before += mass[c];
+  }
+  if (chunk < 0) {  // rounding past the end: the last chunk with weight
+    chunk = last;
+    before = total - mass[last];
+  }
+  float weights[kChunk];
+  row.ChunkWeights(chunk, k, weights);
+  double cum = before;
+  int64_t pick = -1;
+  for (int64_t t = 0; t < row.ChunkSize(chunk); ++t) {
+    if (!(weights[t] > 0)) continue;
+    pick = t;
+    cum += weights[t];
+    if (cum > target) break;
+  }
+  (void)s;
+  return static_cast<int32_t>(chunk * kChunk + pick);
+}
+
+}  // namespace
+
+int32_t MaskedArgmax(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
+                     SamplingScratch* scratch) {
+  Row row(logits, words, vocab, constrained);
+  float m = ChunkMaxima(row, &scratch->chunk_max);
+  return ArgmaxFromChunks(row, scratch->chunk_max, m);
+}
+
+int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
+                     const SamplingParams& params, uint64_t seed, SamplingScratch* s) {
+  Random rng{seed};
+  float u = static_cast<float>(rng.Uniform());
+  Row row(logits, words, vocab, constrained);
+  std::vector<float>& cm = s->chunk_max;
+  float m = ChunkMaxima(row, &cm);
+  if (!(params.temperature > 0) || m == kNegInf) return ArgmaxFromChunks(row, cm, m);
+  if (m == kPosInf) {  // uniform among the +inf tokens
+    int64_t count = 0;
+    for (int64_t t = 0; t < vocab; ++t) count += Bit(row.words.data(), t) && logits[t] == kPosInf;
+    int64_t pick = std::min<int64_t>(static_cast<int64_t>(static_cast<double>(u) * count), count - 1);
+    for (int64_t t = 0; t < vocab; ++t) {
+      if (Bit(row.words.data(), t) && logits[t] == kPosInf && pick-- == 0) return static_cast<int32_t>(t);
+    }
+  }
+  Keep keep{m, 1.0f / params.temperature, kNegInf, kNegInf};
+  if (params.top_k >= 1) keep.tau = KthLargest(row, cm, params.top_k, s);
+  // Chunks whose maximum is this far below M have every weight 0.
+  auto live = [&](int64_t c) { return cm[c] >= keep.tau && (cm[c] - m) * keep.inv_temp >= kExpFloor; };
+  std::vector<float>& mass = s->chunk_mass;
+  mass.assign(row.chunks, 0.0f);
+  if (params.top_p < 1) {
+    // The top-k set's weights, then the top-p threshold among them.
+    s->values.clear();
+    s->weights.clear();
+    double total = 0;
+    float w[kChunk];
+    for (int64_t c = 0; c < row.chunks; ++c) {
+      if (!live(c)) continue;
+      total += row.ChunkWeights(c, keep, w);
+      for (int64_t t = 0; t < row.ChunkSize(c); ++t) {
+        if (w[t] > 0) {
+          s->values.push_back(logits[c * kChunk + t]);
+          s->weights.push_back(w[t]);
+        }
+      }
+    }
+    double need = std::max(params.top_p, 1e-30f) * total;
+    keep.tau = std::max(keep.tau, TopPThreshold(&s->values, &s->weights, need));
+  }
+  if (params.min_p > 0) keep.log_min_p = std::log(std::min(params.min_p, 1.0f));
+  if (!(params.top_p < 1)) {
+    int32_t t = SampleByEnvelope(row, cm, keep, &rng, s);
+    if (t >= 0) return t;
+    u = static_cast<float>(rng.Uniform());  // fresh randomness for the exact fallback
+  }
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (live(c)) mass[c] = row.ChunkWeights(c, keep, nullptr);
+  }
+  return Draw(row, mass, keep, u, s);
+}
+
+}  // namespace xgr2
