@@ -6,9 +6,9 @@
 // chunks whose maximum is so far below M that every weight is 0 in float, and draws by
 // the inverse CDF: one uniform picks a chunk by the chunk masses, then a token inside it
 // (its weights recomputed by the same routine, so the two levels agree). top-k takes the
-// k-th largest value among the chunks with the k largest maxima; top-p selects its
-// threshold by quickselect over the weights. The inner loops have an AVX2 version
-// (chosen at run time) and a portable one with the same arithmetic up to the exp.
+// k-th largest value among the chunks with the k largest maxima. The inner loops have an
+// AVX2 version (chosen at run time) and a portable one with the same arithmetic up to
+// the exp.
 #include "sampling/masked_sampling.h"
 
 #include <algorithm>
@@ -246,6 +246,22 @@ struct Row {
   }
 };
 
+// Row maximum from the word maxima (filled into `wmax`, and their chunk maxima into `cm`).
+float WordAndChunkMaxima(const Row& row, std::vector<float>* wmax, std::vector<float>* cm) {
+  wmax->resize(row.chunks * kWords);
+  cm->resize(row.chunks);
+  float m = kNegInf;
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    float* w = wmax->data() + c * kWords;
+    row.WordMaxima(c, w);
+    float chunk = kNegInf;
+    for (int64_t i = 0; i < kWords; ++i) chunk = std::max(chunk, w[i]);
+    (*cm)[c] = chunk;
+    m = std::max(m, chunk);
+  }
+  return m;
+}
+
 // Row maximum from the chunk maxima (filled into `cm`).
 float ChunkMaxima(const Row& row, std::vector<float>* cm) {
   cm->resize(row.chunks);
@@ -269,70 +285,44 @@ int32_t ArgmaxFromChunks(const Row& row, const std::vector<float>& cm, float m) 
 }
 
 // The k-th largest allowed value (-inf when fewer than k are finite or +inf).
-float KthLargest(const Row& row, const std::vector<float>& cm, int64_t k, SamplingScratch* s) {
+//
+// The k words with the largest maxima hold the k largest values: every value above the
+// k-th largest one lies in a word whose maximum is at least the k-th largest word
+// maximum `mu`, and those words hold at least k values >= mu. The same holds for chunks,
+// and mu is at least the chunks' `mu`, so the words are looked for in those chunks only.
+float KthLargest(const Row& row, const std::vector<float>& cm, const std::vector<float>& wmax, int64_t k,
+                 SamplingScratch* s) {
+  auto kth = [](std::vector<float>* v, int64_t k) {
+    if (static_cast<int64_t>(v->size()) < k) return kNegInf;
+    std::nth_element(v->begin(), v->begin() + (k - 1), v->end(), std::greater<float>());
+    return (*v)[k - 1];
+  };
   std::vector<float>& values = s->values;
   values.clear();
-  // The k chunks with the largest maxima hold the k largest values: every value above
-  // the k-th largest one lies in a chunk whose maximum is at least the k-th largest
-  // chunk maximum `mu`, and those chunks hold at least k values >= mu.
-  std::vector<float> maxima;
   for (float v : cm) {
-    if (v > kNegInf) maxima.push_back(v);
+    if (v > kNegInf) values.push_back(v);
   }
-  float mu = kNegInf;
-  if (static_cast<int64_t>(maxima.size()) > k) {
-    std::nth_element(maxima.begin(), maxima.begin() + (k - 1), maxima.end(), std::greater<float>());
-    mu = maxima[k - 1];
+  float mu_chunks = static_cast<int64_t>(values.size()) > k ? kth(&values, k) : kNegInf;
+  values.clear();
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (!(cm[c] > kNegInf) || cm[c] < mu_chunks) continue;
+    for (int64_t w = c * kWords; w < (c + 1) * kWords; ++w) {
+      if (wmax[w] > kNegInf) values.push_back(wmax[w]);
+    }
   }
+  float mu = static_cast<int64_t>(values.size()) > k ? kth(&values, k) : kNegInf;
+  values.clear();
   for (int64_t c = 0; c < row.chunks; ++c) {
     if (!(cm[c] > kNegInf) || cm[c] < mu) continue;
-    for (int64_t t = c * kChunk; t < c * kChunk + row.ChunkSize(c); ++t) {
-      // Values below mu cannot be the k-th largest (it is >= mu). NaN fails >=.
-      if (Bit(row.words.data(), t) && row.x[t] >= mu && row.x[t] > kNegInf) values.push_back(row.x[t]);
-    }
-  }
-  if (static_cast<int64_t>(values.size()) < k) return kNegInf;
-  std::nth_element(values.begin(), values.begin() + (k - 1), values.end(), std::greater<float>());
-  return values[k - 1];
-}
-
-// The largest value v with sum(weights of values >= v) >= need (quickselect; ties kept).
-float TopPThreshold(std::vector<float>* values, std::vector<float>* weights, double need) {
-  size_t lo = 0, hi = values->size();
-  float* v = values->data();
-  float* w = weights->data();
-  float answer = kNegInf;
-  while (lo < hi) {
-    float pivot = v[lo + (hi - lo) / 2];
-    // Three-way partition of [lo, hi): > pivot, == pivot, < pivot.
-    size_t gt = lo, i = lo, lt = hi;
-    double mass_gt = 0, mass_eq = 0;
-    while (i < lt) {
-      if (v[i] > pivot) {
-        mass_gt += w[i];
-        std::swap(v[i], v[gt]);
-        std::swap(w[i], w[gt]);
-        ++gt, ++i;
-      } else if (v[i] < pivot) {
-        --lt;
-        std::swap(v[i], v[lt]);
-        std::swap(w[i], w[lt]);
-      } else {
-        mass_eq += w[i];
-        ++i;
+    for (int64_t w = c * kWords; w < (c + 1) * kWords; ++w) {
+      if (!(wmax[w] > kNegInf) || wmax[w] < mu) continue;
+      for (uint32_t bits = row.words[w]; bits; bits &= bits - 1) {
+        float x = row.x[w * 32 + __builtin_ctz(bits)];
+        if (x >= mu && x > kNegInf) values.push_back(x);  // values below mu cannot be the k-th; NaN fails
       }
     }
-    if (mass_gt >= need) {
-      hi = gt;  // the threshold is above the pivot
-    } else if (mass_gt + mass_eq >= need) {
-      return pivot;
-    } else {
-      answer = pivot;  // everything down to the pivot is kept, and more
-      need -= mass_gt + mass_eq;
-      lo = lt;
-    }
   }
-  return answer;  // rounding: the mass ran out; keep what was reached
+  return kth(&values, k);
 }
 
 // splitmix64: the row's random stream, seeded by 64 bits from jax.random.
@@ -355,21 +345,16 @@ constexpr int kMaxProposals = 64;
 // exactly (and tokens the keep predicate drops are rejected). Only the word maxima are
 // exponentiated. Returns -1 after kMaxProposals rejections (the caller then draws
 // exactly by the inverse CDF with fresh randomness, which keeps the result exact).
-int32_t SampleByEnvelope(const Row& row, const std::vector<float>& cm, const Keep& k, Random* rng,
-                         SamplingScratch* s) {
-  std::vector<float>& wmax = s->values;
+int32_t SampleByEnvelope(const Row& row, const std::vector<float>& cm, const std::vector<float>& wmax, const Keep& k,
+                         Random* rng, SamplingScratch* s) {
   std::vector<float>& cum = s->weights;  // cumulative envelope mass per word
   int64_t n_words = row.chunks * kWords;
-  wmax.assign(n_words, kNegInf);
   cum.resize(n_words);
   double total = 0;
   for (int64_t c = 0; c < row.chunks; ++c) {
     bool live = cm[c] >= k.tau && (cm[c] - k.row_max) * k.inv_temp >= std::max(kExpFloor, k.log_min_p);
     float envelope[kWords] = {0};
-    if (live) {
-      row.WordMaxima(c, wmax.data() + c * kWords);
-      row.Envelope(c, wmax.data() + c * kWords, k, envelope);
-    }
+    if (live) row.Envelope(c, wmax.data() + c * kWords, k, envelope);
     for (int64_t w = 0; w < kWords; ++w) {
       total += envelope[w];
       cum[c * kWords + w] = static_cast<float>(total);
@@ -393,7 +378,7 @@ int32_t SampleByEnvelope(const Row& row, const std::vector<float>& cm, const Kee
 }
 
 // Inverse-CDF draw over the chunk masses, then inside the chosen chunk.
-int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, float u, SamplingScratch* s) {
+int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, float u) {
   double total = 0;
   for (float m : mass) total += m;
   double target = static_cast<double>(u) * total;
@@ -408,6 +393,7 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
     }
     before += mass[c];
   }
+  if (last < 0) return -1;  // no weight at all
   if (chunk < 0) {  // rounding past the end: the last chunk with weight
     chunk = last;
     before = total - mass[last];
@@ -422,7 +408,6 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
     cum += weights[t];
     if (cum > target) break;
   }
-  (void)s;
   return static_cast<int32_t>(chunk * kChunk + pick);
 }
 
@@ -438,54 +423,35 @@ int32_t MaskedArgmax(const float* logits, const uint32_t* words, int64_t vocab, 
 int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
                      const SamplingParams& params, uint64_t seed, SamplingScratch* s) {
   Random rng{seed};
-  float u = static_cast<float>(rng.Uniform());
   Row row(logits, words, vocab, constrained);
   std::vector<float>& cm = s->chunk_max;
-  float m = ChunkMaxima(row, &cm);
+  // Sampling rows need the word maxima (the envelope): one pass gives both.
+  float m = params.temperature > 0 ? WordAndChunkMaxima(row, &s->word_max, &cm) : ChunkMaxima(row, &cm);
   if (!(params.temperature > 0) || m == kNegInf) return ArgmaxFromChunks(row, cm, m);
   if (m == kPosInf) {  // uniform among the +inf tokens
     int64_t count = 0;
     for (int64_t t = 0; t < vocab; ++t) count += Bit(row.words.data(), t) && logits[t] == kPosInf;
-    int64_t pick = std::min<int64_t>(static_cast<int64_t>(static_cast<double>(u) * count), count - 1);
+    int64_t pick = std::min<int64_t>(static_cast<int64_t>(rng.Uniform() * count), count - 1);
     for (int64_t t = 0; t < vocab; ++t) {
       if (Bit(row.words.data(), t) && logits[t] == kPosInf && pick-- == 0) return static_cast<int32_t>(t);
     }
   }
   Keep keep{m, 1.0f / params.temperature, kNegInf, kNegInf};
-  if (params.top_k >= 1) keep.tau = KthLargest(row, cm, params.top_k, s);
+  if (!std::isfinite(keep.inv_temp)) return ArgmaxFromChunks(row, cm, m);  // T below float's range
+  if (params.top_k >= 1) keep.tau = KthLargest(row, cm, s->word_max, params.top_k, s);
   // Chunks whose maximum is this far below M have every weight 0.
   auto live = [&](int64_t c) { return cm[c] >= keep.tau && (cm[c] - m) * keep.inv_temp >= kExpFloor; };
   std::vector<float>& mass = s->chunk_mass;
   mass.assign(row.chunks, 0.0f);
-  if (params.top_p < 1) {
-    // The top-k set's weights, then the top-p threshold among them.
-    s->values.clear();
-    s->weights.clear();
-    double total = 0;
-    float w[kChunk];
-    for (int64_t c = 0; c < row.chunks; ++c) {
-      if (!live(c)) continue;
-      total += row.ChunkWeights(c, keep, w);
-      for (int64_t t = 0; t < row.ChunkSize(c); ++t) {
-        if (w[t] > 0) {
-          s->values.push_back(logits[c * kChunk + t]);
-          s->weights.push_back(w[t]);
-        }
-      }
-    }
-    double need = std::max(params.top_p, 1e-30f) * total;
-    keep.tau = std::max(keep.tau, TopPThreshold(&s->values, &s->weights, need));
-  }
   if (params.min_p > 0) keep.log_min_p = std::log(std::min(params.min_p, 1.0f));
-  if (!(params.top_p < 1)) {
-    int32_t t = SampleByEnvelope(row, cm, keep, &rng, s);
-    if (t >= 0) return t;
-    u = static_cast<float>(rng.Uniform());  // fresh randomness for the exact fallback
-  }
+  int32_t t = SampleByEnvelope(row, cm, s->word_max, keep, &rng, s);
+  if (t >= 0) return t;
+  // 64 rejections: the exact inverse-CDF draw, with fresh randomness.
   for (int64_t c = 0; c < row.chunks; ++c) {
     if (live(c)) mass[c] = row.ChunkWeights(c, keep, nullptr);
   }
-  return Draw(row, mass, keep, u, s);
+  t = Draw(row, mass, keep, static_cast<float>(rng.Uniform()));
+  return t >= 0 ? t : ArgmaxFromChunks(row, cm, m);
 }
 
 }  // namespace xgr2
