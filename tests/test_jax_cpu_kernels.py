@@ -83,13 +83,13 @@ def test_greedy_matches_numpy_on_hostile_rows(vocab):
 
 
 @pytest.mark.parametrize("vocab", [300, 1024])  # a partial chunk (portable path); whole chunks (SIMD)
-@pytest.mark.parametrize("name, kw, wrong", [c for c in CASES if c[0] != "top_p"] + [
+@pytest.mark.parametrize("name, kw, wrong", CASES + [
     ("top_k_min_p", dict(temperature=0.8, top_k=12, min_p=0.3), dict(temperature=0.8, top_k=12))],
     ids=lambda c: c if isinstance(c, str) else "")
 def test_sampling_matches_the_exact_distribution(vocab, name, kw, wrong):
     logits, allowed = make_row(vocab, seed=vocab + len(name))
     tokens = kernel_sample(jax.random.key(vocab), np.repeat(logits[None], N, 0), np.repeat(pack(allowed[None]), N, 0),
-                           **{k: v for k, v in kw.items() if k != "top_p"}, top_p=kw.get("top_p"))
+                           **kw)
     assert allowed[tokens].all()
     counts = np.bincount(tokens, minlength=vocab)
     probs = oracle(logits, allowed, **kw)

@@ -58,11 +58,12 @@ ffi::Error GreedyImpl(ffi::Buffer<ffi::F32> logits, ffi::Buffer<ffi::S32> mask, 
 
 ffi::Error SampleImpl(ffi::Buffer<ffi::F32> logits, ffi::Buffer<ffi::S32> mask, ffi::Buffer<ffi::PRED> constrained,
                       ffi::Buffer<ffi::U32> seeds, ffi::Buffer<ffi::F32> temperature, ffi::Buffer<ffi::S32> top_k,
-                      ffi::Buffer<ffi::F32> min_p, ffi::ResultBuffer<ffi::S32> out) {
+                      ffi::Buffer<ffi::F32> top_p, ffi::Buffer<ffi::F32> min_p, ffi::ResultBuffer<ffi::S32> out) {
   if (ffi::Error e = CheckShapes(logits.dimensions(), mask.dimensions()); e.failure()) return e;
   int64_t batch = logits.dimensions()[0], vocab = logits.dimensions()[1], words = mask.dimensions()[1];
   return ForEachRow(batch, vocab, [&](int64_t b, SamplingScratch* s) {
-    SamplingParams p{temperature.typed_data()[b], top_k.typed_data()[b], min_p.typed_data()[b]};
+    SamplingParams p{temperature.typed_data()[b], top_k.typed_data()[b], top_p.typed_data()[b],
+                     min_p.typed_data()[b]};
     out->typed_data()[b] = MaskedSample(logits.typed_data() + b * vocab,
                                         reinterpret_cast<const uint32_t*>(mask.typed_data() + b * words), vocab,
                                         constrained.typed_data()[b], p,
@@ -85,6 +86,7 @@ XLA_FFI_DEFINE_HANDLER(kSample, SampleImpl,
                            .Arg<ffi::Buffer<ffi::U32>>()
                            .Arg<ffi::Buffer<ffi::F32>>()
                            .Arg<ffi::Buffer<ffi::S32>>()
+                           .Arg<ffi::Buffer<ffi::F32>>()
                            .Arg<ffi::Buffer<ffi::F32>>()
                            .Ret<ffi::Buffer<ffi::S32>>());
 #endif

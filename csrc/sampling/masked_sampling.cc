@@ -338,6 +338,8 @@ struct Random {
 };
 
 constexpr int kMaxProposals = 64;
+// Bound on top-p rounds (each strictly raises the pivot); past it the last candidate.
+constexpr int kMaxTopPRounds = 128;
 
 // Rejection sampling from an envelope over the words: word w proposes each of its n_w
 // allowed tokens with weight e_w = exp((wmax_w - M) / T); token t is accepted with
@@ -411,6 +413,52 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
   return static_cast<int32_t>(chunk * kChunk + pick);
 }
 
+// top-p by rejection with a rising pivot (as the pure-JAX path): draw t from the kept
+// distribution restricted to logits above the pivot; t is in the top-p set iff the
+// top-k-kept mass strictly above x_t is below top_p * Z. Else the pivot rises to x_t
+// (the top-p set lies above it) and the draw repeats. The top-p set and the min-p set
+// are both upper sets of the logits, so the accepted token follows the kept
+// distribution restricted to their intersection exactly. Each round reads only the
+// chunks whose maximum is above the pivot.
+int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const Keep& keep, float top_p, Random* rng,
+                   SamplingScratch* s) {
+  auto live = [&](int64_t c, float tau) {
+    return cm[c] >= tau && (cm[c] - keep.row_max) * keep.inv_temp >= kExpFloor;
+  };
+  // The top-k-kept mass of the logits >= tau, per chunk into `mass` (if given).
+  auto masses = [&](const Keep& k, std::vector<float>* mass) {
+    double total = 0;
+    if (mass) mass->assign(row.chunks, 0.0f);
+    for (int64_t c = 0; c < row.chunks; ++c) {
+      if (!live(c, k.tau)) continue;
+      float m = row.ChunkWeights(c, k, nullptr);
+      if (mass) (*mass)[c] = m;
+      total += m;
+    }
+    return total;
+  };
+  Keep topk = keep;
+  topk.log_min_p = kNegInf;  // top-p applies before min-p
+  std::vector<float>& mass = s->chunk_mass;
+  double need = std::max(top_p, 1e-30f) * masses(topk, &mass);
+  int32_t t = -1;
+  float pivot = kNegInf;
+  for (int round = 0; round < kMaxTopPRounds; ++round) {
+    Keep draw = keep;
+    if (pivot > kNegInf) draw.tau = std::max(keep.tau, std::nextafter(pivot, kPosInf));
+    // The first round without min-p draws from the masses just summed.
+    if (round > 0 || keep.log_min_p > kNegInf) masses(draw, &mass);
+    int32_t next = Draw(row, mass, draw, static_cast<float>(rng->Uniform()));
+    if (next < 0) break;  // nothing above the pivot (not reached: the maximum always passes)
+    t = next;
+    Keep above = topk;
+    above.tau = std::max(topk.tau, std::nextafter(row.x[t], kPosInf));
+    if (masses(above, nullptr) < need) return t;
+    pivot = row.x[t];
+  }
+  return t;  // past the bound on rounds: the last candidate
+}
+
 }  // namespace
 
 int32_t MaskedArgmax(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
@@ -444,6 +492,10 @@ int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, 
   std::vector<float>& mass = s->chunk_mass;
   mass.assign(row.chunks, 0.0f);
   if (params.min_p > 0) keep.log_min_p = std::log(std::min(params.min_p, 1.0f));
+  if (params.top_p < 1) {
+    int32_t t = SampleTopP(row, cm, keep, params.top_p, &rng, s);
+    return t >= 0 ? t : ArgmaxFromChunks(row, cm, m);
+  }
   int32_t t = SampleByEnvelope(row, cm, s->word_max, keep, &rng, s);
   if (t >= 0) return t;
   // 64 rejections: the exact inverse-CDF draw, with fresh randomness.

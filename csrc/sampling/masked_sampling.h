@@ -6,11 +6,13 @@
 //   * greedy: the first allowed token with the largest logit; if every allowed logit is
 //     -inf / NaN, the first allowed token; none allowed: -1;
 //   * sampling: p(t) ~ exp((x_t - M) / T) over the kept tokens, M the largest allowed
-//     logit; kept: allowed, x >= the k-th largest allowed logit (top-k, ties kept), and
-//     (x - M) / T >= log(min_p); drawn by rejection from an envelope over the 32-token
-//     words (past a bound on rejections, by the inverse CDF), from a random stream
-//     seeded by `seed`. A +inf maximum samples uniformly among the +inf tokens; no finite
-//     allowed logit falls back to greedy. (top-p stays on the pure-JAX path.)
+//     logit; kept: allowed, x >= the k-th largest allowed logit (top-k, ties kept), then
+//     the smallest set of largest logits whose mass (top-k renormalised) reaches top_p
+//     (ties kept), then (x - M) / T >= log(min_p); drawn by rejection from an envelope
+//     over the 32-token words (past a bound on rejections, and for top-p, by the inverse
+//     CDF over chunk masses), from a random stream seeded by `seed`. A +inf maximum
+//     samples uniformly among the +inf tokens; no finite allowed logit falls back to
+//     greedy.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -20,6 +22,7 @@ namespace xgr2 {
 struct SamplingParams {
   float temperature = 1;  // <= 0: greedy
   int32_t top_k = 0;      // < 1: off
+  float top_p = 1;        // >= 1: off
   float min_p = 0;        // <= 0: off
 };
 

@@ -75,19 +75,21 @@ def cpu_sample(
     bitmask: jax.Array,
     temperature: jax.Array,
     top_k: jax.Array | None,
+    top_p: jax.Array | None,
     min_p: jax.Array | None,
     constrained: jax.Array | None,
 ) -> jax.Array:
-    """int32 ``[B]`` sampled as :func:`xgr2.jax.sample` specifies, without top-p (C++), from
-    64 random bits per row."""
+    """int32 ``[B]`` sampled as :func:`xgr2.jax.sample` specifies (C++), from 64 random bits
+    per row."""
     batch = logits.shape[0]
     mask, flags = _rows(bitmask, constrained, batch)
     seeds = jax.random.bits(key, (batch, 2), jnp.uint32)  # each row's random stream
     k = jnp.zeros((batch,), jnp.int32) if top_k is None else top_k.astype(jnp.int32)
+    p = jnp.ones((batch,), jnp.float32) if top_p is None else top_p
     m = jnp.zeros((batch,), jnp.float32) if min_p is None else min_p
     out = jax.ShapeDtypeStruct((batch,), jnp.int32)  # type: ignore[no-untyped-call]  # unannotated in jax
     call = jax.ffi.ffi_call(_SAMPLE, out, vmap_method="sequential")
-    tokens: jax.Array = call(logits, mask, flags, seeds, temperature.astype(jnp.float32), k, m)
+    tokens: jax.Array = call(logits, mask, flags, seeds, temperature.astype(jnp.float32), k, p, m)
     return tokens
 
 

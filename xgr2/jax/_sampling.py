@@ -362,11 +362,11 @@ def _sample(
     def pure() -> jax.Array:
         return _sample_pure(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound)
 
-    if not kernels or top_p is not None:  # top-p: the pure-JAX path only
+    if not kernels:
         return pure()
     # The C++ kernel where this lowers for the CPU (see _cpu_kernels), pure JAX elsewhere.
     tokens: jax.Array = jax.lax.platform_dependent(
-        cpu=lambda: cpu_sample(key, logits, bitmask, temperature, k, min_p, constrained), default=pure
+        cpu=lambda: cpu_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained), default=pure
     )
     return tokens
 
