@@ -479,6 +479,20 @@ def test_const_beside_enum_is_the_const_only_if_listed():
         xgr2.Grammar.from_json_schema({"enum": [1], "const": 2})
 
 
+def test_a_schema_that_only_strict_empties_says_so():
+    # Each oneOf branch must fail the other, i.e. carry the other's property with another
+    # type: strict writes only the properties a branch declares, so nothing is left.
+    schema = {"type": "object", "oneOf": [{"properties": {"x": {"type": "integer"}}},
+                                          {"properties": {"y": {"type": "integer"}}}]}
+    with pytest.raises(xgr2.SchemaError, match="strict=True writes.*compiles with strict=False"):
+        xgr2.Grammar.from_json_schema(schema)
+    start = xgr2.compile(xgr2.Grammar.from_json_schema(schema, strict=False), BYTES).initial_state()
+    for text in ['{"y":"s"}', '{"y":1,"x":"s"}', '{"x":1}', "{}"]:  # a branch's own names first
+        assert accepts(start, text) == is_valid(schema, json.loads(text)), text
+    with pytest.raises(xgr2.SchemaError, match="nothing satisfies"):  # empty either way: the plain message
+        xgr2.Grammar.from_json_schema({"type": "object", "required": ["a"], "properties": {"a": False}})
+
+
 @pytest.mark.parametrize("schema,pointer,words", [
     ({"type": "strin"}, "/type", "unknown type"),
     ({"properties": {"a": {"type": 5}}}, "/properties/a/type", "type"),

@@ -82,6 +82,24 @@ std::pair<ParsedGrammar, std::vector<std::string>> GrammarFromJsonSchema(const s
   try {
     fsm = BuildFsm(*result.grammar);
   } catch (const EmptyLanguageError&) {
+    // strict writes only declared properties: say so when it alone left nothing.
+    if (options.strict) {
+      JsonSchemaOptions lax = options;
+      lax.strict = false;
+      bool lax_has_values = true;
+      try {
+        BuildFsm(*JsonSchemaToGrammar(schema, lax).grammar);
+      } catch (const EmptyLanguageError&) {
+        lax_has_values = false;
+      } catch (const SchemaError&) {
+        lax_has_values = false;
+      }
+      if (lax_has_values) {
+        throw SchemaError("no JSON value that strict=True writes is valid under this schema (strict writes only "
+                          "the properties a schema declares, and here every valid value needs another one); "
+                          "it compiles with strict=False", "");
+      }
+    }
     throw SchemaError("no JSON value is valid under this schema (e.g. a required property that "
                       "nothing satisfies)", "");
   }
