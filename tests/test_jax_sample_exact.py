@@ -114,17 +114,22 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("vocab", [300, 1024])  # padded blocks; 8 blocks (top-k by blocks)
-@pytest.mark.parametrize("name, kw, wrong", CASES, ids=[c[0] for c in CASES])
-def test_matches_exact_distribution(vocab, name, kw, wrong):
-    logits, allowed = make_row(vocab, seed=vocab + len(name))
-    tokens = draw(logits[None], allowed[None], **kw)[:, 0]
+def assert_follows_oracle(tokens, logits, allowed, kw, wrong, name):
+    """The drawn ``tokens`` of one row pass the chi-square bound against the oracle with
+    ``kw`` and fail it against the oracle with ``wrong`` (the bound has teeth)."""
     assert allowed[tokens].all()
-    counts = np.bincount(tokens, minlength=vocab)
+    counts = np.bincount(tokens, minlength=len(logits))
     probs = oracle(logits, allowed, **kw)
     df = max(int((probs > 0).sum()) - 1, 1)
     assert chi2(counts, probs) < chi2_bound(df), name
     assert chi2(counts, oracle(logits, allowed, **wrong)) > chi2_bound(df), f"{name}: the bound has no teeth"
+
+
+@pytest.mark.parametrize("vocab", [300, 1024])  # padded blocks; 8 blocks (top-k by blocks)
+@pytest.mark.parametrize("name, kw, wrong", CASES, ids=[c[0] for c in CASES])
+def test_matches_exact_distribution(vocab, name, kw, wrong):
+    logits, allowed = make_row(vocab, seed=vocab + len(name))
+    assert_follows_oracle(draw(logits[None], allowed[None], **kw)[:, 0], logits, allowed, kw, wrong, name)
 
 
 def test_per_row_parameters_in_one_call():

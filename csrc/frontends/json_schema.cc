@@ -884,7 +884,7 @@ class SchemaCompiler {
         }
         set("enum", both);
         if (k == "const") out = WithoutKey(out, "const");
-      } else if (k == "additionalProperties" || k == "propertyNames" || k == "unevaluatedProperties") {
+      } else if (k == "additionalProperties" || k == "propertyNames") {
         set(k, AllOf(*mine, v));
       } else if (k == "uniqueItems") {
         set(k, mine->boolean ? *mine : v);

@@ -1,14 +1,15 @@
 // Masked greedy / sampling on the CPU (see masked_sampling.h for the semantics).
 //
-// A row is read in chunks of 256 tokens (8 mask words). Pass 1 takes each chunk's masked
-// maximum; greedy stops there (the first chunk holding the row maximum is searched
-// alone). Sampling then sums exp((x - M) / T) per chunk over the kept tokens, skipping
-// chunks whose maximum is so far below M that every weight is 0 in float, and draws by
-// the inverse CDF: one uniform picks a chunk by the chunk masses, then a token inside it
-// (its weights recomputed by the same routine, so the two levels agree). top-k takes the
-// k-th largest value among the chunks with the k largest maxima. The inner loops have an
-// AVX2 version (chosen at run time) and a portable one with the same arithmetic up to
-// the exp.
+// A row is read in chunks of 256 tokens (8 mask words). Greedy: one pass of masked chunk
+// maxima, then the first chunk holding the row maximum is searched alone. Sampling: one
+// pass of masked word maxima (32 tokens), then rejection from an envelope over the words
+// (only the word maxima are exponentiated; SampleByEnvelope). Its fallback, and top-p,
+// draw by the inverse CDF over chunk masses (sums of exp((x - M) / T) over the kept
+// tokens, skipping chunks whose maximum is so far below M that every weight is 0 in
+// float): one uniform picks a chunk, then a token inside it, its weights recomputed by
+// the same routine so that the two levels agree. top-k takes the k-th largest value among
+// the words with the k largest maxima. The inner loops have an AVX2 version (chosen at
+// run time) and a portable one with the same arithmetic up to the exp.
 #include "sampling/masked_sampling.h"
 
 #include <algorithm>
@@ -89,38 +90,33 @@ __attribute__((target("avx2,fma"))) inline __m256 LaneMask(uint32_t word, int qu
   return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(bits, lane), lane));
 }
 
-__attribute__((target("avx2,fma"))) float ChunkMaxAvx2(const float* x, const uint32_t* words) {
-  const __m256 ninf = _mm256_set1_ps(kNegInf);
-  __m256 m = ninf;
-  for (int64_t w = 0; w < kWords; ++w) {
-    for (int q = 0; q < 4; ++q) {
-      __m256 v = _mm256_blendv_ps(ninf, _mm256_loadu_ps(x + 32 * w + 8 * q), LaneMask(words[w], q));
-      m = _mm256_max_ps(v, m);  // a NaN in v yields m (max returns its second operand)
-    }
-  }
+__attribute__((target("avx2,fma"))) inline float HorizontalMax(__m256 m) {
   __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
   return _mm_cvtss_f32(h);
 }
 
+// The masked maximum of 32 tokens folded into `m` (a NaN logit leaves `m`: max returns
+// its second operand when either is NaN).
+__attribute__((target("avx2,fma"))) inline __m256 MaxOfWord(const float* x, uint32_t word, __m256 m) {
+  const __m256 ninf = _mm256_set1_ps(kNegInf);
+  for (int q = 0; q < 4; ++q) {
+    m = _mm256_max_ps(_mm256_blendv_ps(ninf, _mm256_loadu_ps(x + 8 * q), LaneMask(word, q)), m);
+  }
+  return m;
+}
+
+__attribute__((target("avx2,fma"))) float ChunkMaxAvx2(const float* x, const uint32_t* words) {
+  __m256 m = _mm256_set1_ps(kNegInf);
+  for (int64_t w = 0; w < kWords; ++w) m = MaxOfWord(x + 32 * w, words[w], m);
+  return HorizontalMax(m);
+}
+
 // The masked maximum of each of a chunk's 8 words.
 __attribute__((target("avx2,fma"))) void WordMaximaAvx2(const float* x, const uint32_t* words, float* out) {
-  const __m256 ninf = _mm256_set1_ps(kNegInf);
   for (int64_t w = 0; w < kWords; ++w) {
-    if (!words[w]) {
-      out[w] = kNegInf;
-      continue;
-    }
-    __m256 m = ninf;
-    for (int q = 0; q < 4; ++q) {
-      __m256 v = _mm256_blendv_ps(ninf, _mm256_loadu_ps(x + 32 * w + 8 * q), LaneMask(words[w], q));
-      m = _mm256_max_ps(v, m);
-    }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
-    out[w] = _mm_cvtss_f32(h);
+    out[w] = words[w] ? HorizontalMax(MaxOfWord(x + 32 * w, words[w], _mm256_set1_ps(kNegInf))) : kNegInf;
   }
 }
 
@@ -190,21 +186,24 @@ bool HasAvx2() {
 #endif
 
 // ------------------------------------------------------------------------ a row
-// The row's mask words, with bits of ids >= vocab cleared (or all ones: unconstrained).
+// A row's logits and mask words, the words copied into the scratch with bits of ids >=
+// vocab cleared and padded to whole chunks (all ones where the row is unconstrained).
 struct Row {
   const float* x;
   int64_t vocab, chunks;
-  std::vector<uint32_t> words;  // one chunk's worth of padding past the last word
+  const uint32_t* words;
 
-  Row(const float* logits, const uint32_t* mask, int64_t n, bool constrained) : x(logits), vocab(n) {
-    chunks = (n + kChunk - 1) / kChunk;
-    words.assign(chunks * kWords, 0);
+  Row(const float* logits, const uint32_t* mask, int64_t n, bool constrained, std::vector<uint32_t>* storage)
+      : x(logits), vocab(n), chunks((n + kChunk - 1) / kChunk) {
+    storage->assign(chunks * kWords, 0);
     int64_t used = (n + 31) / 32;
-    for (int64_t w = 0; w < used; ++w) words[w] = constrained ? mask[w] : 0xFFFFFFFFu;
-    if (n % 32) words[used - 1] &= (1u << (n % 32)) - 1;
+    for (int64_t w = 0; w < used; ++w) (*storage)[w] = constrained ? mask[w] : 0xFFFFFFFFu;
+    if (n % 32) (*storage)[used - 1] &= (1u << (n % 32)) - 1;
+    words = storage->data();
   }
+  bool Allowed(int64_t t) const { return Bit(words, t); }
   int64_t ChunkSize(int64_t c) const { return std::min(kChunk, vocab - c * kChunk); }
-  const uint32_t* ChunkWords(int64_t c) const { return words.data() + c * kWords; }
+  const uint32_t* ChunkWords(int64_t c) const { return words + c * kWords; }
 
   float ChunkMax(int64_t c) const {
 #ifdef XGR2_X86
@@ -219,7 +218,7 @@ struct Row {
 #endif
     for (int64_t w = 0; w < kWords; ++w) {
       int64_t begin = std::min(vocab, c * kChunk + 32 * w), end = std::min(vocab, begin + 32);
-      out[w] = ChunkMaxPortable(x + begin, words.data() + c * kWords + w, end - begin);
+      out[w] = ChunkMaxPortable(x + begin, ChunkWords(c) + w, end - begin);
     }
   }
   void Envelope(int64_t c, const float* wmax, const Keep& k, float* out) const {
@@ -239,7 +238,7 @@ struct Row {
     return ChunkWeightsPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c), k, out);
   }
   int64_t FirstAllowed() const {
-    for (int64_t w = 0; w < static_cast<int64_t>(words.size()); ++w) {
+    for (int64_t w = 0; w < chunks * kWords; ++w) {
       if (words[w]) return w * 32 + __builtin_ctz(words[w]);
     }
     return -1;
@@ -278,7 +277,7 @@ int32_t ArgmaxFromChunks(const Row& row, const std::vector<float>& cm, float m) 
   for (int64_t c = 0; c < row.chunks; ++c) {
     if (cm[c] != m) continue;
     for (int64_t t = c * kChunk; t < c * kChunk + row.ChunkSize(c); ++t) {
-      if (Bit(row.words.data(), t) && row.x[t] == m) return static_cast<int32_t>(t);
+      if (row.Allowed(t) && row.x[t] == m) return static_cast<int32_t>(t);
     }
   }
   return static_cast<int32_t>(row.FirstAllowed());  // not reached
@@ -325,6 +324,25 @@ float KthLargest(const Row& row, const std::vector<float>& cm, const std::vector
   return kth(&values, k);
 }
 
+// Whether chunk c (maximum cm_c) can hold a kept token of positive weight: its maximum
+// passes tau, and the min-p cut and the exp floor (below them every weight is 0).
+bool ChunkLive(float cm_c, const Keep& k) {
+  return cm_c >= k.tau && (cm_c - k.row_max) * k.inv_temp >= std::max(kExpFloor, k.log_min_p);
+}
+
+// The mass of the kept tokens: per chunk into `mass` (if given), and in all.
+double ChunkMasses(const Row& row, const std::vector<float>& cm, const Keep& k, std::vector<float>* mass) {
+  double total = 0;
+  if (mass) mass->assign(row.chunks, 0.0f);
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (!ChunkLive(cm[c], k)) continue;
+    float m = row.ChunkWeights(c, k, nullptr);
+    if (mass) (*mass)[c] = m;
+    total += m;
+  }
+  return total;
+}
+
 // splitmix64: the row's random stream, seeded by 64 bits from jax.random.
 struct Random {
   uint64_t state;
@@ -354,9 +372,8 @@ int32_t SampleByEnvelope(const Row& row, const std::vector<float>& cm, const std
   cum.resize(n_words);
   double total = 0;
   for (int64_t c = 0; c < row.chunks; ++c) {
-    bool live = cm[c] >= k.tau && (cm[c] - k.row_max) * k.inv_temp >= std::max(kExpFloor, k.log_min_p);
     float envelope[kWords] = {0};
-    if (live) row.Envelope(c, wmax.data() + c * kWords, k, envelope);
+    if (ChunkLive(cm[c], k)) row.Envelope(c, wmax.data() + c * kWords, k, envelope);
     for (int64_t w = 0; w < kWords; ++w) {
       total += envelope[w];
       cum[c * kWords + w] = static_cast<float>(total);
@@ -422,38 +439,23 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
 // chunks whose maximum is above the pivot.
 int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const Keep& keep, float top_p, Random* rng,
                    SamplingScratch* s) {
-  auto live = [&](int64_t c, float tau) {
-    return cm[c] >= tau && (cm[c] - keep.row_max) * keep.inv_temp >= kExpFloor;
-  };
-  // The top-k-kept mass of the logits >= tau, per chunk into `mass` (if given).
-  auto masses = [&](const Keep& k, std::vector<float>* mass) {
-    double total = 0;
-    if (mass) mass->assign(row.chunks, 0.0f);
-    for (int64_t c = 0; c < row.chunks; ++c) {
-      if (!live(c, k.tau)) continue;
-      float m = row.ChunkWeights(c, k, nullptr);
-      if (mass) (*mass)[c] = m;
-      total += m;
-    }
-    return total;
-  };
   Keep topk = keep;
   topk.log_min_p = kNegInf;  // top-p applies before min-p
   std::vector<float>& mass = s->chunk_mass;
-  double need = std::max(top_p, 1e-30f) * masses(topk, &mass);
+  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &mass);
   int32_t t = -1;
   float pivot = kNegInf;
   for (int round = 0; round < kMaxTopPRounds; ++round) {
     Keep draw = keep;
     if (pivot > kNegInf) draw.tau = std::max(keep.tau, std::nextafter(pivot, kPosInf));
     // The first round without min-p draws from the masses just summed.
-    if (round > 0 || keep.log_min_p > kNegInf) masses(draw, &mass);
+    if (round > 0 || keep.log_min_p > kNegInf) ChunkMasses(row, cm, draw, &mass);
     int32_t next = Draw(row, mass, draw, static_cast<float>(rng->Uniform()));
     if (next < 0) break;  // nothing above the pivot (not reached: the maximum always passes)
     t = next;
     Keep above = topk;
     above.tau = std::max(topk.tau, std::nextafter(row.x[t], kPosInf));
-    if (masses(above, nullptr) < need) return t;
+    if (ChunkMasses(row, cm, above, nullptr) < need) return t;
     pivot = row.x[t];
   }
   return t;  // past the bound on rounds: the last candidate
@@ -463,7 +465,7 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const Keep& kee
 
 int32_t MaskedArgmax(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
                      SamplingScratch* scratch) {
-  Row row(logits, words, vocab, constrained);
+  Row row(logits, words, vocab, constrained, &scratch->words);
   float m = ChunkMaxima(row, &scratch->chunk_max);
   return ArgmaxFromChunks(row, scratch->chunk_max, m);
 }
@@ -471,26 +473,22 @@ int32_t MaskedArgmax(const float* logits, const uint32_t* words, int64_t vocab, 
 int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, bool constrained,
                      const SamplingParams& params, uint64_t seed, SamplingScratch* s) {
   Random rng{seed};
-  Row row(logits, words, vocab, constrained);
+  Row row(logits, words, vocab, constrained, &s->words);
   std::vector<float>& cm = s->chunk_max;
   // Sampling rows need the word maxima (the envelope): one pass gives both.
   float m = params.temperature > 0 ? WordAndChunkMaxima(row, &s->word_max, &cm) : ChunkMaxima(row, &cm);
   if (!(params.temperature > 0) || m == kNegInf) return ArgmaxFromChunks(row, cm, m);
   if (m == kPosInf) {  // uniform among the +inf tokens
     int64_t count = 0;
-    for (int64_t t = 0; t < vocab; ++t) count += Bit(row.words.data(), t) && logits[t] == kPosInf;
+    for (int64_t t = 0; t < vocab; ++t) count += row.Allowed(t) && logits[t] == kPosInf;
     int64_t pick = std::min<int64_t>(static_cast<int64_t>(rng.Uniform() * count), count - 1);
     for (int64_t t = 0; t < vocab; ++t) {
-      if (Bit(row.words.data(), t) && logits[t] == kPosInf && pick-- == 0) return static_cast<int32_t>(t);
+      if (row.Allowed(t) && logits[t] == kPosInf && pick-- == 0) return static_cast<int32_t>(t);
     }
   }
   Keep keep{m, 1.0f / params.temperature, kNegInf, kNegInf};
   if (!std::isfinite(keep.inv_temp)) return ArgmaxFromChunks(row, cm, m);  // T below float's range
   if (params.top_k >= 1) keep.tau = KthLargest(row, cm, s->word_max, params.top_k, s);
-  // Chunks whose maximum is this far below M have every weight 0.
-  auto live = [&](int64_t c) { return cm[c] >= keep.tau && (cm[c] - m) * keep.inv_temp >= kExpFloor; };
-  std::vector<float>& mass = s->chunk_mass;
-  mass.assign(row.chunks, 0.0f);
   if (params.min_p > 0) keep.log_min_p = std::log(std::min(params.min_p, 1.0f));
   if (params.top_p < 1) {
     int32_t t = SampleTopP(row, cm, keep, params.top_p, &rng, s);
@@ -499,10 +497,8 @@ int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, 
   int32_t t = SampleByEnvelope(row, cm, s->word_max, keep, &rng, s);
   if (t >= 0) return t;
   // 64 rejections: the exact inverse-CDF draw, with fresh randomness.
-  for (int64_t c = 0; c < row.chunks; ++c) {
-    if (live(c)) mass[c] = row.ChunkWeights(c, keep, nullptr);
-  }
-  t = Draw(row, mass, keep, static_cast<float>(rng.Uniform()));
+  ChunkMasses(row, cm, keep, &s->chunk_mass);
+  t = Draw(row, s->chunk_mass, keep, static_cast<float>(rng.Uniform()));
   return t >= 0 ? t : ArgmaxFromChunks(row, cm, m);
 }
 

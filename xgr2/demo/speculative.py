@@ -50,8 +50,9 @@ def warm_up(model: TreeModel, batch: int, sizes: Sequence[int], pos: int, cache:
 
 def draft_sizes(num_nodes: int) -> tuple[int, ...]:
     """The tree sizes the demo drafts with: 1 (nothing to draft: as cheap as a plain step),
-    4, 8, 16, ... below ``num_nodes``, and ``num_nodes``. On CPU a pass over 2-4 nodes
-    costs ~1.3x a one-token step, over 8-12 nodes ~1.5x (SmolLM2-135M, float32).
+    4, 8, 16, ... below ``num_nodes``, and ``num_nodes``. On CPU (SmolLM2-135M, float32,
+    2 cores) passes over 1 / 4 / 8 / 12 nodes took 26 / 38 / 45 / 49 ms against 25-27 ms
+    for a one-token step (benchmarks/RESULTS.md, the speculative reading).
 
     Example:
       >>> draft_sizes(12)

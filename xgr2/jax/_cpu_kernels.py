@@ -16,6 +16,7 @@ in the environment turns the kernels off.
 
 from __future__ import annotations
 
+import functools
 import os
 
 import jax
@@ -25,20 +26,28 @@ from xgr2 import _core
 
 _GREEDY = "xgr2_masked_greedy"
 _SAMPLE = "xgr2_masked_sample"
-_registered: bool | None = None
 
 
+@functools.cache
 def _register() -> bool:
-    global _registered
-    if _registered is None:
-        targets = _core.xla_ffi_targets()
-        try:
-            for name, capsule in targets.items():
-                jax.ffi.register_ffi_target(name, capsule, platform="cpu")
-            _registered = bool(targets)
-        except Exception:  # an older jaxlib without this FFI: the pure-JAX path
-            _registered = False
-    return _registered
+    """Registers the targets once; False if the extension has none or jax refuses them."""
+    targets = _core.xla_ffi_targets()
+    try:
+        for name, capsule in targets.items():
+            jax.ffi.register_ffi_target(name, capsule, platform="cpu")
+    except Exception:  # an older jaxlib without this FFI: the pure-JAX path
+        return False
+    return bool(targets)
+
+
+@functools.cache
+def _available() -> bool:
+    """Registered, and the process has exactly one CPU device (fixed once JAX started)."""
+    try:
+        single_cpu = len(jax.devices("cpu")) == 1
+    except RuntimeError:  # no CPU backend
+        return False
+    return single_cpu and _register()
 
 
 def use_kernels(logits: jax.Array) -> bool:
@@ -46,11 +55,7 @@ def use_kernels(logits: jax.Array) -> bool:
     trace time, a static argument of the jitted functions)."""
     if os.environ.get("XGR2_CPU_KERNELS", "1") == "0" or logits.dtype != jnp.float32:
         return False
-    try:
-        single_cpu = len(jax.devices("cpu")) == 1
-    except RuntimeError:  # no CPU backend
-        return False
-    return single_cpu and _register()
+    return _available()
 
 
 def _rows(bitmask: jax.Array, constrained: jax.Array | None, batch: int) -> tuple[jax.Array, jax.Array]:
