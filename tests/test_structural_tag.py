@@ -367,6 +367,11 @@ def test_older_structures_and_triggers_form():
         assert accepts_text(start, text) == accepts(new, text), text
     assert str(xgr2.Grammar.from_structural_tag({k: v for k, v in spec.items() if k != "type"})) == \
         str(xgr2.Grammar.from_structural_tag(spec))
+    # XGrammar's older API also took each schema as JSON text.
+    as_text = {**spec, "structures": [{**s, "schema": json.dumps(s["schema"])} for s in spec["structures"]]}
+    assert str(xgr2.Grammar.from_structural_tag(as_text)) == str(xgr2.Grammar.from_structural_tag(spec))
+    with pytest.raises(xgr2.StructuralTagError, match="/structures/0/schema"):
+        xgr2.Grammar.from_structural_tag({**spec, "structures": [{**spec["structures"][0], "schema": "{"}]})
 
 
 @pytest.mark.parametrize("name", sorted(SPECS))

@@ -114,6 +114,29 @@ def test_values_are_checked_against_their_schemas(style):
     assert not accepts(consts, render(style, SCHEMAS[3], {"kind": "other"}))
 
 
+@pytest.mark.parametrize("value_schema, raw, json_text, rejected", [
+    # Each branch of a bare anyOf / oneOf, and each type of a type list, is a value of its
+    # own, a string one raw (as XGrammar's XML styles).
+    ({"anyOf": [{"const": "a"}, {"const": "b"}]}, ["a", "b"], [], ["c", '"a"']),
+    ({"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}]}, ["hello", "42"], ["42"], ["toolong"]),
+    ({"oneOf": [{"type": "integer"}, {"type": "boolean"}], "description": "n"}, [], ["1", "true"], ["x"]),
+    ({"type": ["string", "null"], "maxLength": 3}, ["abc", "null"], ["null"], ["abcd"]),
+    ({"type": ["integer", "null"]}, [], ["7", "null"], ["x", '"7"']),
+    # Unconstrained: raw text or JSON.
+    ({}, ["any text", '{"a": 1}'], ['{"a": 1}', "[1, 2]"], []),
+    ({"description": "anything"}, ["x y"], [], []),
+])
+def test_unions_and_unconstrained_values_take_each_branch_own_form(value_schema, raw, json_text, rejected):
+    schema = {"type": "object", "properties": {"v": value_schema}, "required": ["v"]}
+    grammar = grammar_of("qwen_xml", schema)
+    for value in raw:
+        assert accepts(grammar, f"<parameter=v>{value}</parameter>"), value
+    for value in json_text:
+        assert accepts(grammar, f"<parameter=v> {value}\n</parameter>"), value
+    for value in rejected:
+        assert not accepts(grammar, f"<parameter=v>{value}</parameter>"), value
+
+
 def test_additional_properties_take_any_name_only_when_allowed():
     open_schema = {**SCHEMAS[0], "additionalProperties": {"type": "integer"}}
     grammar = grammar_of("qwen_xml", open_schema)

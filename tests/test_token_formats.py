@@ -168,6 +168,20 @@ FORMATS = [
     (triggered(True, True), [[11, 1, 9], [12, 2, 9]], [[], [1], [11, 1, 9, 1], [11, 1, 9, 11, 1, 9]]),
     ({"type": "tags_with_separator", "tags": [token_tag(11, "A", 9)], "separator": ",", "at_least_one": True},
      [[11, 1, 9]], [[], [11, 1, 9, 11, 1, 9]]),
+    # A tag's end token is no free token inside it (as XGrammar): the first one ends it.
+    ({"type": "tag", "begin": {"type": "token", "token": 11}, "content": {"type": "any_tokens"},
+      "end": {"type": "token", "token": 12}},
+     [[11, 12], [11, 1, 9, 12]], [[11, 1, 12, 2, 12], [11, 12, 12]]),
+    ({"type": "tag", "begin": {"type": "token", "token": 11}, "content": {"type": "exclude_token"},
+      "end": {"type": "token", "token": 12}},
+     [[11, 1, 12]], [[11, 12, 12], [11, 12]]),
+    ({"type": "tag", "begin": {"type": "token", "token": 11},
+      "content": {"type": "token_triggered_tags", "trigger_tokens": [7], "tags": [token_tag(7, "A", 9)]},
+      "end": {"type": "token", "token": 12}},
+     [[11, 1, 12], [11, 7, 1, 9, 2, 12]], [[11, 1, 12, 2, 12]]),
+    ({"type": "tag", "begin": {"type": "token", "token": 11},
+      "content": {"type": "token_dispatch", "rules": [[7, const("A")]]}, "end": {"type": "token", "token": 12}},
+     [[11, 2, 7, 1, 12]], [[11, 12, 7, 1, 12]]),
 ]
 
 

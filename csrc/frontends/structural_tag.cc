@@ -21,9 +21,11 @@ std::string At(const std::string& path, const std::string& key) { return path + 
 std::string At(const std::string& path, size_t index) { return path + "/" + std::to_string(index); }
 
 // What a format sees of its surroundings: the end strings of the nearest enclosing
-// `tag`, which free text inside it may not contain (so the tag can end).
+// `tag`, which free text inside it may not contain, and its end token, which free tokens
+// inside it may not be (so the tag can end; as XGrammar).
 struct Context {
   std::vector<std::string> ends;
+  std::vector<CodepointRange> end_tokens;
 };
 
 // A parsed `tag`: its begin (a string, or a token when begin_token >= 0) and what
@@ -83,7 +85,7 @@ class Converter {
     if (t == "token") return b_.Token({Id(TokenField(v, path))});
     if (t == "exclude_token") {
       Fields(v, path, {"exclude_tokens"});
-      return b_.Token(TokenList(v, "exclude_tokens", path), true);
+      return b_.Token(NotFree(TokenList(v, "exclude_tokens", path), ctx), true);
     }
     if (t == "any_tokens") {
       Fields(v, path, {"exclude_tokens", "max_tokens"});
@@ -93,9 +95,9 @@ class Converter {
         if (n < 0 || n > GrammarLimits::kMaxRepeat) Fail("\"max_tokens\" must be null or a count >= 0", At(path, "max_tokens"));
         max = static_cast<int32_t>(n);
       }
-      return b_.Repeat(b_.Token(TokenList(v, "exclude_tokens", path), true), 0, max);
+      return b_.Repeat(b_.Token(NotFree(TokenList(v, "exclude_tokens", path), ctx), true), 0, max);
     }
-    if (t == "token_triggered_tags") return TokenTriggeredTags(v, path);
+    if (t == "token_triggered_tags") return TokenTriggeredTags(v, path, ctx);
     if (t == "token_dispatch") return TokenDispatch(v, path, ctx);
     Fail("unknown format type \"" + t +
              "\" (expected const_string, json_schema, grammar, regex, any_text, sequence, or, optional, plus, "
@@ -138,7 +140,16 @@ class Converter {
       if (!s.IsObject()) Fail("a structure must be an object with \"begin\", \"schema\" and \"end\"", sp);
       Fields(s, sp, {"begin", "schema", "end"});
       std::string end = String(s, "end", sp);
-      int32_t content = Schema(Field(s, "schema", sp), At(sp, "schema"));
+      const JsonValue& schema = Field(s, "schema", sp);
+      JsonValue parsed;  // XGrammar's older API also took the schema as JSON text
+      if (schema.IsString()) {
+        try {
+          parsed = ParseJson(schema.text);
+        } catch (const std::invalid_argument& e) {
+          Fail(std::string("the schema text is not valid JSON: ") + e.what(), At(sp, "schema"));
+        }
+      }
+      int32_t content = Schema(schema.IsString() ? parsed : schema, At(sp, "schema"));
       tags.push_back({String(s, "begin", sp), -1, b_.Seq({content, b_.Bytes(end)}), sp});
     }
     return Triggered(Strings(v, "triggers", path, true), tags, false, false, {}, path);
@@ -237,6 +248,12 @@ class Converter {
   }
 
   static CodepointRange Id(int32_t id) { return {static_cast<uint32_t>(id), static_cast<uint32_t>(id)}; }
+
+  // The tokens a free token may not be: the excluded ones and the enclosing tag's end token.
+  static std::vector<CodepointRange> NotFree(std::vector<CodepointRange> excluded, const Context& ctx) {
+    excluded.insert(excluded.end(), ctx.end_tokens.begin(), ctx.end_tokens.end());
+    return excluded;
+  }
 
   // A token given by id, or by its text: the lowest id whose text it is (special
   // tokens included), found with the tokenizer.
@@ -391,6 +408,7 @@ class Converter {
       if (inner.ends.empty()) Fail("\"end\" must hold at least one string", At(path, "end"));
     } else if (end.IsObject()) {
       end_token = TokenField(end, At(path, "end"));  // matched by id: free text needs no exclusion
+      inner.end_tokens = {Id(end_token)};
     } else {
       Fail("\"end\" must be a string, an array of strings or a token format", At(path, "end"));
     }
@@ -491,7 +509,7 @@ class Converter {
 
   // Tokens (any but the triggers and the excluded ones) until a trigger token, which
   // dispatches to the tags that begin with it; at_least_one: a tag comes first.
-  int32_t TokenTriggeredTags(const JsonValue& v, const std::string& path) {
+  int32_t TokenTriggeredTags(const JsonValue& v, const std::string& path, const Context& ctx) {
     Fields(v, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
     std::vector<CodepointRange> triggers = TokenList(v, "trigger_tokens", path);
     if (triggers.empty()) Fail("\"trigger_tokens\" must not be empty", At(path, "trigger_tokens"));
@@ -507,8 +525,8 @@ class Converter {
     for (size_t i = 0; i < triggers.size(); ++i) {
       if (!used[i]) Fail("no tag begins with this trigger token", At(At(path, "trigger_tokens"), i));
     }
-    std::vector<CodepointRange> not_free = triggers;
-    for (CodepointRange r : TokenList(v, "exclude_tokens", path)) not_free.push_back(r);
+    std::vector<CodepointRange> not_free = NotFree(TokenList(v, "exclude_tokens", path), ctx);
+    not_free.insert(not_free.end(), triggers.begin(), triggers.end());
     return Dispatched(b_.Token(not_free, true), AnyTag(tags), Bool(v, "at_least_one", path, false),
                       !Bool(v, "stop_after_first", path, false));
   }
@@ -518,7 +536,7 @@ class Converter {
     Fields(v, path, {"rules", "loop", "exclude_tokens"});
     const JsonValue& rules = Array(v, "rules", path);
     if (rules.items.empty()) Fail("\"rules\" must not be empty", At(path, "rules"));
-    std::vector<CodepointRange> not_free = TokenList(v, "exclude_tokens", path);
+    std::vector<CodepointRange> not_free = NotFree(TokenList(v, "exclude_tokens", path), ctx);
     std::vector<int32_t> alts;
     for (size_t i = 0; i < rules.items.size(); ++i) {
       const JsonValue& r = rules.items[i];

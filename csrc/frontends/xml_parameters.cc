@@ -111,7 +111,10 @@ class XmlWriter {
     return b_->Seq(parts);
   }
 
-  // A string's raw text; another value as JSON between whitespace.
+  // A string's raw text; another value as JSON between whitespace. As XGrammar's XML
+  // styles read a parameter: each branch of a bare anyOf / oneOf and each type of a type
+  // list is a value of its own (a string one raw), and an unconstrained value is raw text
+  // or JSON.
   int32_t Value(const JsonValue& schema, const std::string& path) {
     if (schema.IsObject()) {
       if (const JsonValue* c = schema.Find("const")) return Literal(*c);
@@ -120,10 +123,54 @@ class XmlWriter {
         for (const JsonValue& v : e->items) alts.push_back(Literal(v));
         return b_->Choice(alts);
       }
+      if (const char* combinator = BareCombinator(schema)) {
+        const JsonValue& branches = *schema.Find(combinator);
+        std::vector<int32_t> alts;
+        for (size_t i = 0; i < branches.items.size(); ++i) {
+          alts.push_back(Value(branches.items[i], At(path, combinator) + "/" + std::to_string(i)));
+        }
+        return b_->Choice(alts);
+      }
       const JsonValue* type = schema.Find("type");
       if (type && type->IsString() && type->text == "string") return RawString(schema, path);
+      if (type && type->IsArray() && !type->items.empty()) {
+        std::vector<int32_t> alts;
+        for (const JsonValue& t : type->items) {
+          JsonValue one = schema;  // the same keywords, one type
+          for (auto& [key, value] : one.members) {
+            if (key == "type") value = t;
+          }
+          alts.push_back(Value(one, path));
+        }
+        return b_->Choice(alts);
+      }
+      if (OnlyAnnotations(schema)) return b_->Choice({AnyText(), Json(schema, path)});
     }
     if (schema.IsBool() && !schema.boolean) Fail("cannot write a property whose schema is false", path);
+    if (schema.IsBool()) return b_->Choice({AnyText(), Json(schema, path)});
+    return Json(schema, path);
+  }
+
+  static bool IsAnnotation(const std::string& key) {
+    static const char* kAnnotations[] = {"title", "description", "default", "examples", "$comment"};
+    return std::any_of(std::begin(kAnnotations), std::end(kAnnotations), [&](const char* k) { return key == k; });
+  }
+  static bool OnlyAnnotations(const JsonValue& schema) {
+    return std::all_of(schema.members.begin(), schema.members.end(), [](const auto& m) { return IsAnnotation(m.first); });
+  }
+  // "anyOf" or "oneOf" when it is the schema's only keyword besides annotations.
+  static const char* BareCombinator(const JsonValue& schema) {
+    const char* found = nullptr;
+    for (const auto& [key, value] : schema.members) {
+      if (IsAnnotation(key)) continue;
+      if ((key != "anyOf" && key != "oneOf") || found || !value.IsArray() || value.items.empty()) return nullptr;
+      found = key == "anyOf" ? "anyOf" : "oneOf";
+    }
+    return found;
+  }
+
+  // The value as JSON between whitespace.
+  int32_t Json(const JsonValue& schema, const std::string& path) {
     JsonValue with_defs = schema;  // keep the root's definitions reachable for $refs
     if (with_defs.IsObject()) {
       for (const char* key : {"$defs", "definitions"}) {
@@ -164,7 +211,11 @@ class XmlWriter {
       if (hi >= 0 && hi < lo) Fail("got maxLength < minLength", path);
       return b_->Repeat(b_->Class({{0, 0x10FFFF}}), lo, hi);
     }
-    // Any text up to the closing tag.
+    return AnyText();
+  }
+
+  // Any text up to the closing tag.
+  int32_t AnyText() {
     TagDispatchSpec spec;
     spec.excludes = {style_.value_suffix};
     return AddTagDispatch(b_->ir(), std::move(spec), {});
