@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from test_jax_sample_exact import CASES, assert_follows_oracle, chi2, chi2_bound, make_row, oracle, pack
-from xgr2.jax import _cpu_kernels, _sampling
+from xgr2.jax import _cpu_kernels, _sampling, _verify
 
 pytestmark = pytest.mark.skipif(not _cpu_kernels._register(), reason="built without jaxlib's XLA FFI headers")
 
@@ -44,6 +44,11 @@ def test_the_kernels_are_what_the_entry_points_lower_to_on_cpu():
     sample_hlo = jax.jit(lambda x, m: _sampling._sample(jax.random.key(0), x, m, t, None, None, None, None,
                                                         k_bound=None, has_k=False, kernels=True)).lower(x, m).as_text()
     assert "xgr2_masked_sample" in sample_hlo
+    tree = (jnp.array([[-1, 0]]), jnp.array([[0, 1]]), jnp.array([[True, True]]))
+    verify_hlo = jax.jit(lambda x, m: _verify._verify(
+        jax.random.key(0), x[None], m[None], *tree, None, jnp.ones((1,)), None, None, method="greedy", depth=2,
+        has_k=False, has_p=False, kernels=True)).lower(x, m).as_text()
+    assert "xgr2_masked_greedy" in verify_hlo
 
 
 def np_greedy(logits, allowed):

@@ -56,8 +56,25 @@ ffi::Error GreedyImpl(ffi::Buffer<ffi::F32> logits, ffi::Buffer<ffi::S32> mask, 
   });
 }
 
+// splitmix64's finaliser: a 64-bit mix.
+uint64_t Mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// Row b's seed from the key's words: a hash of the key, mixed with a hash of b (not b
+// times a constant: splitmix streams seeded a constant apart overlap). Computed here
+// because jax.random.bits inside the jitted call cost 40-70 us at B = 8 on this CPU,
+// more than the kernel.
+uint64_t RowSeed(const uint32_t* key, int64_t key_words, int64_t b) {
+  uint64_t h = 0x6A09E667F3BCC909ull;
+  for (int64_t i = 0; i < key_words; ++i) h = Mix64(h ^ (key[i] + 0x9E3779B97F4A7C15ull));
+  return Mix64(h ^ Mix64(static_cast<uint64_t>(b) + 0x243F6A8885A308D3ull));
+}
+
 ffi::Error SampleImpl(ffi::Buffer<ffi::F32> logits, ffi::Buffer<ffi::S32> mask, ffi::Buffer<ffi::PRED> constrained,
-                      ffi::Buffer<ffi::U32> seeds, ffi::Buffer<ffi::F32> temperature, ffi::Buffer<ffi::S32> top_k,
+                      ffi::Buffer<ffi::U32> key, ffi::Buffer<ffi::F32> temperature, ffi::Buffer<ffi::S32> top_k,
                       ffi::Buffer<ffi::F32> top_p, ffi::Buffer<ffi::F32> min_p, ffi::ResultBuffer<ffi::S32> out) {
   if (ffi::Error e = CheckShapes(logits.dimensions(), mask.dimensions()); e.failure()) return e;
   int64_t batch = logits.dimensions()[0], vocab = logits.dimensions()[1], words = mask.dimensions()[1];
@@ -67,7 +84,7 @@ ffi::Error SampleImpl(ffi::Buffer<ffi::F32> logits, ffi::Buffer<ffi::S32> mask, 
     out->typed_data()[b] = MaskedSample(logits.typed_data() + b * vocab,
                                         reinterpret_cast<const uint32_t*>(mask.typed_data() + b * words), vocab,
                                         constrained.typed_data()[b], p,
-                                        (uint64_t{seeds.typed_data()[2 * b]} << 32) | seeds.typed_data()[2 * b + 1], s);
+                                        RowSeed(key.typed_data(), static_cast<int64_t>(key.element_count()), b), s);
   });
 }
 

@@ -81,6 +81,17 @@ float ChunkWeightsPortable(const float* x, const uint32_t* words, int64_t n, con
   return mass;
 }
 
+// The stored weights `w` of n tokens summed over those with x >= tau: into *all, and into
+// *min_p those whose (x - M) / T also passes the min-p cut.
+void StoredWordMassPortable(const float* x, const float* w, int64_t n, const Keep& k, float tau, float* all,
+                            float* min_p) {
+  for (int64_t t = 0; t < n; ++t) {
+    if (!(x[t] >= tau)) continue;
+    *all += w[t];
+    if ((x[t] - k.row_max) * k.inv_temp >= k.log_min_p) *min_p += w[t];
+  }
+}
+
 // ------------------------------------------------------------------------ AVX2
 #ifdef XGR2_X86
 __attribute__((target("avx2,fma"))) inline __m256 LaneMask(uint32_t word, int quarter) {
@@ -120,18 +131,19 @@ __attribute__((target("avx2,fma"))) void WordMaximaAvx2(const float* x, const ui
   }
 }
 
+// ExpNonPositive with fused multiply-adds (~13 instructions for 8 lanes: the weight
+// passes are bound by this).
 __attribute__((target("avx2,fma"))) inline __m256 ExpNonPositiveAvx2(__m256 z) {
   __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(1.44269504088896341f)),
                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_sub_ps(z, _mm256_mul_ps(n, _mm256_set1_ps(0.693145751953125f)));
-  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(1.42860682030941723e-6f)));
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 120));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 24));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f / 6));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(0.5f));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f));
-  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.0f));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), z);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-6f), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.0f / 720), r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
   // z >= kExpFloor is false for NaN and -inf too: 0.
@@ -142,6 +154,7 @@ __attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const
                                                             float* out) {
   const __m256 row_max = _mm256_set1_ps(k.row_max), inv_temp = _mm256_set1_ps(k.inv_temp);
   const __m256 tau = _mm256_set1_ps(k.tau), log_min_p = _mm256_set1_ps(k.log_min_p);
+  const bool cuts = k.tau > kNegInf || k.log_min_p > kNegInf;  // else only the mask bits keep
   __m256 mass = _mm256_setzero_ps();
   for (int64_t w = 0; w < kWords; ++w) {
     if (!words[w]) {
@@ -151,8 +164,11 @@ __attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const
     for (int q = 0; q < 4; ++q) {
       __m256 v = _mm256_loadu_ps(x + 32 * w + 8 * q);
       __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, row_max), inv_temp);
-      __m256 keep = _mm256_and_ps(LaneMask(words[w], q), _mm256_cmp_ps(v, tau, _CMP_GE_OQ));
-      keep = _mm256_and_ps(keep, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ));
+      __m256 keep = LaneMask(words[w], q);
+      if (cuts) {
+        keep = _mm256_and_ps(keep, _mm256_cmp_ps(v, tau, _CMP_GE_OQ));
+        keep = _mm256_and_ps(keep, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ));
+      }
       __m256 e = _mm256_and_ps(ExpNonPositiveAvx2(z), keep);
       if (out) _mm256_storeu_ps(out + 32 * w + 8 * q, e);
       mass = _mm256_add_ps(mass, e);
@@ -162,6 +178,25 @@ __attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const
   h = _mm_add_ps(h, _mm_movehl_ps(h, h));
   h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
   return _mm_cvtss_f32(h);
+}
+
+// StoredWordMassPortable for 32 tokens.
+__attribute__((target("avx2,fma"))) void StoredWordMassAvx2(const float* x, const float* w, const Keep& k,
+                                                             float tau, float* all, float* min_p) {
+  const __m256 vtau = _mm256_set1_ps(tau), row_max = _mm256_set1_ps(k.row_max);
+  const __m256 inv_temp = _mm256_set1_ps(k.inv_temp), log_min_p = _mm256_set1_ps(k.log_min_p);
+  __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
+  for (int q = 0; q < 4; ++q) {
+    __m256 v = _mm256_loadu_ps(x + 8 * q);
+    __m256 e = _mm256_and_ps(_mm256_loadu_ps(w + 8 * q), _mm256_cmp_ps(v, vtau, _CMP_GE_OQ));
+    a = _mm256_add_ps(a, e);
+    __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, row_max), inv_temp);
+    b = _mm256_add_ps(b, _mm256_and_ps(e, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ)));
+  }
+  __m256 ab = _mm256_hadd_ps(a, b);  // lanes: a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(ab), _mm256_extractf128_ps(ab, 1));
+  *all += h[0] + h[1];
+  *min_p += h[2] + h[3];
 }
 
 // The envelope weights popcount(word) * exp((wmax - M) / T) of a chunk's 8 words, 0 where
@@ -236,6 +271,14 @@ struct Row {
     if (ChunkSize(c) == kChunk && HasAvx2()) return ChunkWeightsAvx2(x + c * kChunk, ChunkWords(c), k, out);
 #endif
     return ChunkWeightsPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c), k, out);
+  }
+  // StoredWordMass over word w (0-based in the row) of the stored weights `weights`.
+  void StoredWordMass(int64_t w, const float* weights, const Keep& k, float tau, float* all, float* min_p) const {
+    int64_t begin = 32 * w;
+#ifdef XGR2_X86
+    if (begin + 32 <= vocab && HasAvx2()) return StoredWordMassAvx2(x + begin, weights + begin, k, tau, all, min_p);
+#endif
+    StoredWordMassPortable(x + begin, weights + begin, std::min<int64_t>(32, vocab - begin), k, tau, all, min_p);
   }
   int64_t FirstAllowed() const {
     for (int64_t w = 0; w < chunks * kWords; ++w) {
@@ -427,7 +470,7 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
     cum += weights[t];
     if (cum > target) break;
   }
-  return static_cast<int32_t>(chunk * kChunk + pick);
+  return pick < 0 ? -1 : static_cast<int32_t>(chunk * kChunk + pick);
 }
 
 // top-p by rejection with a rising pivot (as the pure-JAX path): draw t from the kept
@@ -435,27 +478,56 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
 // top-k-kept mass strictly above x_t is below top_p * Z. Else the pivot rises to x_t
 // (the top-p set lies above it) and the draw repeats. The top-p set and the min-p set
 // are both upper sets of the logits, so the accepted token follows the kept
-// distribution restricted to their intersection exactly. Each round reads only the
-// chunks whose maximum is above the pivot.
-int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const Keep& keep, float top_p, Random* rng,
-                   SamplingScratch* s) {
+// distribution restricted to their intersection exactly.
+//
+// One pass takes exp of every live chunk and stores the weights; a round then sums
+// stored weights (no exp) over the words whose maximum is above the pivot, and that
+// sum, per chunk, is also the next round's draw mass.
+int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vector<float>& wmax, const Keep& keep,
+                   float top_p, Random* rng, SamplingScratch* s) {
   Keep topk = keep;
   topk.log_min_p = kNegInf;  // top-p applies before min-p
-  std::vector<float>& mass = s->chunk_mass;
-  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &mass);
+  std::vector<float>& weights = s->weights;
+  weights.resize(row.chunks * kChunk);
+  std::vector<float>& all = s->chunk_mass;     // per chunk: stored mass above the pivot
+  std::vector<float>& kept = s->chunk_mass_b;  // the same within the min-p cut
+  all.assign(row.chunks, 0.0f);
+  kept.assign(row.chunks, 0.0f);
+  double total = 0;
+  for (int64_t c = 0; c < row.chunks; ++c) {
+    if (!ChunkLive(cm[c], topk)) continue;
+    all[c] = row.ChunkWeights(c, topk, weights.data() + c * kChunk);
+    total += all[c];
+  }
+  double need = std::max(top_p, 1e-30f) * total;
+  bool has_min_p = keep.log_min_p > kNegInf;
+  // Per chunk, the stored mass of tokens with x >= tau (all and within min-p); the total
+  // of the former.
+  auto masses_from = [&](float tau) {
+    double sum = 0;
+    for (int64_t c = 0; c < row.chunks; ++c) {
+      float a = 0, b = 0;
+      if (ChunkLive(cm[c], topk) && cm[c] >= tau) {
+        for (int64_t w = c * kWords; w < (c + 1) * kWords; ++w) {
+          if (wmax[w] >= tau) row.StoredWordMass(w, weights.data(), keep, tau, &a, &b);
+        }
+      }
+      all[c] = a;
+      kept[c] = b;
+      sum += a;
+    }
+    return sum;
+  };
+  if (has_min_p) masses_from(kNegInf);
   int32_t t = -1;
   float pivot = kNegInf;
   for (int round = 0; round < kMaxTopPRounds; ++round) {
     Keep draw = keep;
     if (pivot > kNegInf) draw.tau = std::max(keep.tau, std::nextafter(pivot, kPosInf));
-    // The first round without min-p draws from the masses just summed.
-    if (round > 0 || keep.log_min_p > kNegInf) ChunkMasses(row, cm, draw, &mass);
-    int32_t next = Draw(row, mass, draw, static_cast<float>(rng->Uniform()));
+    int32_t next = Draw(row, has_min_p ? kept : all, draw, static_cast<float>(rng->Uniform()));
     if (next < 0) break;  // nothing above the pivot (not reached: the maximum always passes)
     t = next;
-    Keep above = topk;
-    above.tau = std::max(topk.tau, std::nextafter(row.x[t], kPosInf));
-    if (ChunkMasses(row, cm, above, nullptr) < need) return t;
+    if (masses_from(std::max(topk.tau, std::nextafter(row.x[t], kPosInf))) < need) return t;
     pivot = row.x[t];
   }
   return t;  // past the bound on rounds: the last candidate
@@ -491,7 +563,7 @@ int32_t MaskedSample(const float* logits, const uint32_t* words, int64_t vocab, 
   if (params.top_k >= 1) keep.tau = KthLargest(row, cm, s->word_max, params.top_k, s);
   if (params.min_p > 0) keep.log_min_p = std::log(std::min(params.min_p, 1.0f));
   if (params.top_p < 1) {
-    int32_t t = SampleTopP(row, cm, keep, params.top_p, &rng, s);
+    int32_t t = SampleTopP(row, cm, s->word_max, keep, params.top_p, &rng, s);
     return t >= 0 ? t : ArgmaxFromChunks(row, cm, m);
   }
   int32_t t = SampleByEnvelope(row, cm, s->word_max, keep, &rng, s);

@@ -29,7 +29,7 @@ struct SamplingParams {
 // Scratch reused across rows (per thread).
 struct SamplingScratch {
   std::vector<uint32_t> words;  // the row's mask, padded to whole chunks
-  std::vector<float> chunk_max, word_max, chunk_mass, values, weights;
+  std::vector<float> chunk_max, word_max, chunk_mass, chunk_mass_b, values, weights;
 };
 
 // `words` holds ceil(vocab / 32) words or more; bits of ids >= vocab are ignored.

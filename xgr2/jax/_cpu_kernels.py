@@ -85,16 +85,20 @@ def cpu_sample(
     constrained: jax.Array | None,
 ) -> jax.Array:
     """int32 ``[B]`` sampled as :func:`xgr2.jax.sample` specifies (C++), from 64 random bits
-    per row."""
+    per row
+    (hashed from ``key``'s words and the row index)."""
     batch = logits.shape[0]
     mask, flags = _rows(bitmask, constrained, batch)
-    seeds = jax.random.bits(key, (batch, 2), jnp.uint32)  # each row's random stream
+    # The key's words; the kernel hashes them with the row index into each row's seed
+    # (cheaper than jax.random.bits here).
+    words = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+    words = words.reshape(-1).astype(jnp.uint32)
     k = jnp.zeros((batch,), jnp.int32) if top_k is None else top_k.astype(jnp.int32)
     p = jnp.ones((batch,), jnp.float32) if top_p is None else top_p
     m = jnp.zeros((batch,), jnp.float32) if min_p is None else min_p
     out = jax.ShapeDtypeStruct((batch,), jnp.int32)  # type: ignore[no-untyped-call]  # unannotated in jax
     call = jax.ffi.ffi_call(_SAMPLE, out, vmap_method="sequential")
-    tokens: jax.Array = call(logits, mask, flags, seeds, temperature.astype(jnp.float32), k, p, m)
+    tokens: jax.Array = call(logits, mask, flags, words, temperature.astype(jnp.float32), k, p, m)
     return tokens
 
 

@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from xgr2.jax._masking import _check_bitmask, _unpack
+from xgr2.jax._cpu_kernels import use_kernels
 from xgr2.jax._sampling import _F32, _greedy, _per_row, _pick_index, _truncated_probs
 from xgr2.jax._tree import DraftTree, tree_depth
 
@@ -53,10 +54,11 @@ def _draw_explicit(u: jax.Array, probs: jax.Array) -> jax.Array:
     return jnp.where(jnp.any(probs > 0, axis=1), token, -1)
 
 
-@functools.partial(jax.jit, static_argnames=("method", "depth", "has_k", "has_p"))
+@functools.partial(jax.jit, static_argnames=("method", "depth", "has_k", "has_p", "kernels"))
 def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.Array, tokens: jax.Array,
             valid: jax.Array, draft_probs: jax.Array | None, temperature: jax.Array, top_k: jax.Array | None,
-            top_p: jax.Array | None, *, method: str, depth: int, has_k: bool, has_p: bool) -> VerifyResult:
+            top_p: jax.Array | None, *, method: str, depth: int, has_k: bool, has_p: bool,
+            kernels: bool = False) -> VerifyResult:
     batch, n, vocab = logits.shape
     node = jax.lax.broadcasted_iota(jnp.int32, (batch, n), 1)
     rows = logits.reshape(batch * n, vocab)
@@ -65,7 +67,7 @@ def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.
     zero = jnp.zeros((batch,), jnp.int32)
 
     if method == "greedy":
-        best = _greedy(rows, masks, None).reshape(batch, n)
+        best = _greedy(rows, masks, None, kernels=kernels).reshape(batch, n)
 
         def step(_: jax.Array, state: _GreedyState) -> _GreedyState:
             cur, length, path, done = state
@@ -200,5 +202,6 @@ def verify_tree(
         key, logits, jnp.asarray(tree_bitmask), parents.astype(jnp.int32), tokens.astype(jnp.int32),
         valid.astype(jnp.bool_), q, temperature, k, p,
         method=method, depth=max_depth + 1, has_k=k is not None, has_p=p is not None,
+        kernels=method == "greedy" and use_kernels(logits),
     )
     return result
