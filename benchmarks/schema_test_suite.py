@@ -1,9 +1,12 @@
-"""JSON Schema front ends against the official JSON-Schema-Test-Suite (Draft 2020-12):
-xgr2, and with --peers xgrammar and llguidance from PyPI, with the same checks.
+"""JSON Schema front ends against the official JSON-Schema-Test-Suite (Draft 2020-12, or
+Draft 7 with --draft 7): xgr2, and with --peers xgrammar and llguidance from PyPI, with the
+same checks.
 
 The suite ships inside the `jsonschema` package's source distribution on PyPI; this
 script downloads it once (PyPI's simple index; cached under ~/.cache/xgr2) or reads a local
-copy (`--suite DIR`, the suite's tests/draft2020-12 folder). Not run in CI.
+copy (`--suite DIR`, the suite's tests/draft2020-12 or tests/draft7 folder). The suite's
+schemas do not name their draft (the folder does): with --draft 7 each object schema gets
+`"$schema": "http://json-schema.org/draft-07/schema#"`. Not run in CI.
 
 Each schema is compiled with undeclared properties allowed (JSON Schema's own semantics:
 xgr2 strict=False, xgrammar strict_mode=False), compact layout. Each test's instance is
@@ -14,7 +17,7 @@ declared order (xgr2 writes properties in declared order), and counted as
   fraction, key orders: docs/json_schema.md);
 - or agreeing. Schemas an engine refuses count apart.
 
-    python benchmarks/schema_test_suite.py [--suite DIR] [--peers] [--verbose] [--write-results]
+    python benchmarks/schema_test_suite.py [--draft 7] [--suite DIR] [--peers] [--verbose] [--write-results]
 """
 
 from __future__ import annotations
@@ -34,24 +37,26 @@ import xgr2  # noqa: E402  (before _common, which puts the checkout first too)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 JSONSCHEMA_VERSION = "4.25.1"
-CACHE = Path.home() / ".cache" / "xgr2" / f"jsonschema-{JSONSCHEMA_VERSION}-draft2020-12"
+CACHE = Path.home() / ".cache" / "xgr2"
+DRAFT_URIS = {"2020-12": "https://json-schema.org/draft/2020-12/schema", "7": "http://json-schema.org/draft-07/schema#"}
 BYTES = xgr2.TokenizerInfo([bytes([i]) for i in range(256)] + [b"<eos>"], stop_token_ids=[256])
 
 
-def fetch_suite() -> Path:
-    if CACHE.is_dir():
-        return CACHE
+def fetch_suite(folder: str) -> Path:
+    cache = CACHE / f"jsonschema-{JSONSCHEMA_VERSION}-{folder}"
+    if cache.is_dir():
+        return cache
     index = urllib.request.urlopen("https://pypi.org/simple/jsonschema/").read().decode()
     sdist = re.escape(f"jsonschema-{JSONSCHEMA_VERSION}.tar.gz")
     url = re.search(f'href="([^"#]*{sdist})', index).group(1)
     data = urllib.request.urlopen(url).read()
-    CACHE.mkdir(parents=True)
+    cache.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts
-            if parts[1:4] == ("json", "tests", "draft2020-12") and len(parts) == 5 and member.name.endswith(".json"):
-                (CACHE / parts[4]).write_bytes(tar.extractfile(member).read())
-    return CACHE
+            if parts[1:4] == ("json", "tests", folder) and len(parts) == 5 and member.name.endswith(".json"):
+                (cache / parts[4]).write_bytes(tar.extractfile(member).read())
+    return cache
 
 
 def declared_order(schema) -> dict[str, int]:
@@ -147,28 +152,33 @@ class LLGuidance:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--suite", type=Path, help="a local tests/draft2020-12 folder of the suite")
+    ap.add_argument("--draft", choices=sorted(DRAFT_URIS), default="2020-12", help="the suite's folder (default 2020-12)")
+    ap.add_argument("--suite", type=Path, help="a local tests/draft2020-12 (or draft7) folder of the suite")
     ap.add_argument("--verbose", action="store_true", help="list every refusal and disagreement")
     ap.add_argument("--peers", action="store_true", help="also xgrammar and llguidance (from PyPI), same checks")
     ap.add_argument("--write-results", action="store_true", help="add the table to benchmarks/RESULTS.md")
     args = ap.parse_args()
-    suite = args.suite or fetch_suite()
+    folder = "draft" + args.draft
+    suite = args.suite or fetch_suite(folder)
     engines = [Xgr2()] + ([XGrammar(), LLGuidance()] if args.peers else [])
     rows = []
-    print(f"JSON-Schema-Test-Suite draft2020-12 (jsonschema {JSONSCHEMA_VERSION} sdist), compact JSON, "
+    print(f"JSON-Schema-Test-Suite {folder} (jsonschema {JSONSCHEMA_VERSION} sdist), compact JSON, "
           "undeclared properties allowed:")
     for engine in engines:
         counts = dict(schemas=0, refused=0, tests=0, agree=0, unsound=0, narrower=0)
         for path in sorted(suite.glob("*.json")):
             for case in json.loads(path.read_text()):
                 counts["schemas"] += 1
-                accept, error = engine.compile(case["schema"])
+                schema = case["schema"]
+                if args.draft != "2020-12" and isinstance(schema, dict) and "$schema" not in schema:
+                    schema = {"$schema": DRAFT_URIS[args.draft], **schema}
+                accept, error = engine.compile(schema)
                 if accept is None:
                     counts["refused"] += 1
                     if args.verbose:
                         print(f"{engine.name} refused   {path.stem}: {case['description']}: {error[:200]}")
                     continue
-                order = declared_order(case["schema"])
+                order = declared_order(schema)
                 for test in case["tests"]:
                     counts["tests"] += 1
                     texts = {json.dumps(v, separators=(",", ":"), ensure_ascii=False)
@@ -185,8 +195,10 @@ def main() -> None:
         from _common import append_results
 
         append_results(
-            "JSON-Schema-Test-Suite conformance (draft2020-12)", "schema_test_suite.py", None,
-            [f"- Suite: the draft2020-12 folder of jsonschema {JSONSCHEMA_VERSION}'s sdist (PyPI); each schema compiled "
+            f"JSON-Schema-Test-Suite conformance ({folder})", "schema_test_suite.py", None,
+            [f"- Suite: the {folder} folder of jsonschema {JSONSCHEMA_VERSION}'s sdist (PyPI)"
+             + ("" if args.draft == "2020-12" else f", each object schema given `\"$schema\": \"{DRAFT_URIS[args.draft]}\"`")
+             + "; each schema compiled "
              "as the engine's JSON Schema grammar with undeclared properties allowed (xgr2 strict=False, xgrammar "
              "strict_mode=False), each test's instance as compact JSON (keys in its own order, then in the schema's "
              "declared order); xgr2 and xgrammar checked byte by byte, llguidance through the Llama-3 tokens of the text.",

@@ -78,7 +78,8 @@ KEYWORDS = [
     ("not", "exact", {"not": {"type": "object", "required": ["a"]}}, NEGATION_NOTE),
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
      "JSON pointers (with ~0 ~1 and %-escapes), $anchor, recursion; resolved against the base URI of the resource it stands in "
-     "(RFC 3986, the nearest `$id`), so `#/$defs/x` under an embedded `$id` names that resource's `$defs`; other documents are refused"),
+     "(RFC 3986, the nearest `$id`), so `#/$defs/x` under an embedded `$id` names that resource's `$defs`; other documents are refused. Keywords beside a `$ref` apply too, "
+     "except when the root's `$schema` names Draft 3, 4, 6 or 7, which ignore them (`$id` included)"),
     ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
     ("if", "exact", {"if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["n"]}, "else": {"maxProperties": 1}},
      "with then / else, as anyOf [if and then, (not if) and else]; `not if` as for `not`, refused where it cannot be written; "

@@ -155,3 +155,29 @@ def test_refs_of_documents_without_ids_read_as_before():
 def test_malformed_prefix_items_in_a_merge_is_still_an_error(schema):
     with pytest.raises(xgr2.SchemaError, match="prefixItems must be an array"):
         xgr2.Grammar.from_json_schema(schema)
+
+
+@pytest.mark.parametrize("draft, validator_cls", [
+    ("http://json-schema.org/draft-07/schema#", jsonschema.Draft7Validator),
+    ("http://json-schema.org/draft-04/schema#", jsonschema.Draft4Validator),
+    ("https://json-schema.org/draft/2020-12/schema", jsonschema.Draft202012Validator),
+    (None, jsonschema.Draft202012Validator),
+])
+def test_keywords_beside_a_ref_follow_the_declared_draft(draft, validator_cls):
+    # Drafts 3-7 ignore every keyword beside `$ref`; 2019-09 and later apply them too.
+    defs = {"int": {"type": "integer"}, "small": {"type": "integer", "maximum": 5}}
+    schemas = [
+        {"$ref": "#/definitions/int", "type": "string", "definitions": defs},
+        {"$ref": "#/definitions/int", "maximum": 3, "definitions": defs},
+        {"type": "object", "properties": {"a": {"$ref": "#/definitions/small", "minimum": 2}}, "definitions": defs},
+        {"type": "array", "items": {"$ref": "#/definitions/small", "enum": [1, 9]}, "definitions": defs},
+    ]
+    instances = [1, 2, 4, 9, "x", {"a": 1}, {"a": 4}, {"a": 9}, [1], [4], [9], []]
+    for schema in schemas:
+        if draft:
+            schema = {"$schema": draft, **schema}
+        try:
+            assert_agrees(schema, validator_cls, instances)
+        except xgr2.SchemaError as e:  # refused as unsatisfiable: then nothing validates
+            assert "no JSON value is valid" in str(e)
+            assert not any(validator_cls(schema).is_valid(v) for v in instances), schema

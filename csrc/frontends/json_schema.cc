@@ -2480,6 +2480,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
+  DropRefSiblingsForOldDrafts(&root);
   MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());

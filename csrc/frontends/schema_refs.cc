@@ -1,5 +1,6 @@
 #include "frontends/schema_refs.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string_view>
 
@@ -128,7 +129,43 @@ void Rewrite(JsonValue* s, std::string base, bool map) {
   }
 }
 
+// Drafts 3-7: a schema with `$ref` is only that reference.
+void DropSiblings(JsonValue* s, bool map) {
+  if (s->IsArray()) {
+    for (JsonValue& x : s->items) DropSiblings(&x, false);
+    return;
+  }
+  if (!s->IsObject()) return;
+  if (!map && s->Find("$ref")) {
+    // `$id` goes too: beside a `$ref` it does not change the base URI in these drafts.
+    static const char* kKept[] = {"$ref", "definitions", "$defs", "$schema", "$comment", "title", "description",
+                                  "default", "examples"};
+    auto& m = s->members;
+    m.erase(std::remove_if(m.begin(), m.end(),
+                           [](const auto& kv) {
+                             return std::none_of(std::begin(kKept), std::end(kKept),
+                                                 [&](const char* k) { return kv.first == k; });
+                           }),
+            m.end());
+  }
+  for (auto& [k, v] : s->members) {
+    if (map || !IsSchemaData(k)) DropSiblings(&v, !map && IsSchemaMap(k));
+  }
+}
+
 }  // namespace
+
+bool DropRefSiblingsForOldDrafts(JsonValue* root) {
+  const JsonValue* schema = root->IsObject() ? root->Find("$schema") : nullptr;
+  if (!schema || !schema->IsString()) return false;
+  const std::string& uri = schema->text;
+  bool old = false;
+  for (const char* draft : {"/draft-03/", "/draft-04/", "/draft-06/", "/draft-07/"}) {
+    old = old || (uri.find("json-schema.org") != std::string::npos && uri.find(draft) != std::string::npos);
+  }
+  if (old) DropSiblings(root, false);
+  return old;
+}
 
 std::string ResolveUri(const std::string& base_text, const std::string& ref_text) {
   Uri base = Split(base_text), ref = Split(ref_text), t;

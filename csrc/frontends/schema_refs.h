@@ -20,6 +20,12 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // enum, const, default and examples are data and stay as written. Returns whether it did.
 bool MakeRefsAbsolute(JsonValue* root);
 
+// If the root's `$schema` names Draft 3, 4, 6 or 7, where the other keywords beside a
+// `$ref` are ignored, removes them, `$id` included (keeping `definitions` / `$defs`, which
+// refs may still name, and annotations). Draft 2020-12 applies them beside the reference. Returns
+// whether it did.
+bool DropRefSiblingsForOldDrafts(JsonValue* root);
+
 // Keywords of a schema object whose values are data, not schemas (never walked for
 // $id / $ref), and those whose values map names to schemas (`properties`, `$defs`, ...:
 // a member there named `default` or `$id` is a schema or a property, not a keyword).
