@@ -81,14 +81,15 @@ float ChunkWeightsPortable(const float* x, const uint32_t* words, int64_t n, con
   return mass;
 }
 
-// The stored weights `w` of n tokens summed over those with x >= tau: into *all, and into
-// *min_p those whose (x - M) / T also passes the min-p cut.
-void StoredWordMassPortable(const float* x, const float* w, int64_t n, const Keep& k, float tau, float* all,
-                            float* min_p) {
+// The weights exp((x - M) / T) of n tokens (mask bits `words`) with x >= tau summed: into
+// *all, and into *min_p those that also pass the min-p cut.
+void WordMassPortable(const float* x, uint32_t word, int64_t n, const Keep& k, float tau, float* all, float* min_p) {
   for (int64_t t = 0; t < n; ++t) {
-    if (!(x[t] >= tau)) continue;
-    *all += w[t];
-    if ((x[t] - k.row_max) * k.inv_temp >= k.log_min_p) *min_p += w[t];
+    if (!((word >> t) & 1u) || !(x[t] >= tau)) continue;
+    float z = (x[t] - k.row_max) * k.inv_temp;
+    float w = ExpNonPositive(z);
+    *all += w;
+    if (z >= k.log_min_p) *min_p += w;
   }
 }
 
@@ -180,17 +181,18 @@ __attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const
   return _mm_cvtss_f32(h);
 }
 
-// StoredWordMassPortable for 32 tokens.
-__attribute__((target("avx2,fma"))) void StoredWordMassAvx2(const float* x, const float* w, const Keep& k,
-                                                             float tau, float* all, float* min_p) {
+// WordMassPortable for 32 tokens.
+__attribute__((target("avx2,fma"))) void WordMassAvx2(const float* x, uint32_t word, const Keep& k, float tau,
+                                                       float* all, float* min_p) {
   const __m256 vtau = _mm256_set1_ps(tau), row_max = _mm256_set1_ps(k.row_max);
   const __m256 inv_temp = _mm256_set1_ps(k.inv_temp), log_min_p = _mm256_set1_ps(k.log_min_p);
   __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
   for (int q = 0; q < 4; ++q) {
     __m256 v = _mm256_loadu_ps(x + 8 * q);
-    __m256 e = _mm256_and_ps(_mm256_loadu_ps(w + 8 * q), _mm256_cmp_ps(v, vtau, _CMP_GE_OQ));
-    a = _mm256_add_ps(a, e);
     __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, row_max), inv_temp);
+    __m256 keep = _mm256_and_ps(LaneMask(word, q), _mm256_cmp_ps(v, vtau, _CMP_GE_OQ));
+    __m256 e = _mm256_and_ps(ExpNonPositiveAvx2(z), keep);
+    a = _mm256_add_ps(a, e);
     b = _mm256_add_ps(b, _mm256_and_ps(e, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ)));
   }
   __m256 ab = _mm256_hadd_ps(a, b);  // lanes: a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
@@ -272,13 +274,13 @@ struct Row {
 #endif
     return ChunkWeightsPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c), k, out);
   }
-  // StoredWordMass over word w (0-based in the row) of the stored weights `weights`.
-  void StoredWordMass(int64_t w, const float* weights, const Keep& k, float tau, float* all, float* min_p) const {
+  // WordMass over word w (0-based in the row).
+  void WordMass(int64_t w, const Keep& k, float tau, float* all, float* min_p) const {
     int64_t begin = 32 * w;
 #ifdef XGR2_X86
-    if (begin + 32 <= vocab && HasAvx2()) return StoredWordMassAvx2(x + begin, weights + begin, k, tau, all, min_p);
+    if (begin + 32 <= vocab && HasAvx2()) return WordMassAvx2(x + begin, words[w], k, tau, all, min_p);
 #endif
-    StoredWordMassPortable(x + begin, weights + begin, std::min<int64_t>(32, vocab - begin), k, tau, all, min_p);
+    WordMassPortable(x + begin, words[w], std::min<int64_t>(32, vocab - begin), k, tau, all, min_p);
   }
   int64_t FirstAllowed() const {
     for (int64_t w = 0; w < chunks * kWords; ++w) {
@@ -480,36 +482,35 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
 // are both upper sets of the logits, so the accepted token follows the kept
 // distribution restricted to their intersection exactly.
 //
-// One pass takes exp of every live chunk and stores the weights; a round then sums
-// stored weights (no exp) over the words whose maximum is above the pivot, and that
-// sum, per chunk, is also the next round's draw mass.
+// One pass over the live chunks gives Z; a round then sums weights only over the 32-token
+// words whose maximum is above the pivot, and that sum, per chunk, is also the next
+// round's draw mass.
 int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vector<float>& wmax, const Keep& keep,
                    float top_p, Random* rng, SamplingScratch* s) {
   Keep topk = keep;
   topk.log_min_p = kNegInf;  // top-p applies before min-p
-  std::vector<float>& weights = s->weights;
-  weights.resize(row.chunks * kChunk);
-  std::vector<float>& all = s->chunk_mass;     // per chunk: stored mass above the pivot
+  std::vector<float>& all = s->chunk_mass;     // per chunk: the mass above the pivot
   std::vector<float>& kept = s->chunk_mass_b;  // the same within the min-p cut
   all.assign(row.chunks, 0.0f);
   kept.assign(row.chunks, 0.0f);
   double total = 0;
   for (int64_t c = 0; c < row.chunks; ++c) {
     if (!ChunkLive(cm[c], topk)) continue;
-    all[c] = row.ChunkWeights(c, topk, weights.data() + c * kChunk);
+    all[c] = row.ChunkWeights(c, topk, nullptr);
     total += all[c];
   }
   double need = std::max(top_p, 1e-30f) * total;
   bool has_min_p = keep.log_min_p > kNegInf;
-  // Per chunk, the stored mass of tokens with x >= tau (all and within min-p); the total
-  // of the former.
+  // Per chunk, the mass of tokens with x >= tau (all and within min-p); the total of the
+  // former.
   auto masses_from = [&](float tau) {
+    tau = std::max(tau, topk.tau);
     double sum = 0;
     for (int64_t c = 0; c < row.chunks; ++c) {
       float a = 0, b = 0;
       if (ChunkLive(cm[c], topk) && cm[c] >= tau) {
         for (int64_t w = c * kWords; w < (c + 1) * kWords; ++w) {
-          if (wmax[w] >= tau) row.StoredWordMass(w, weights.data(), keep, tau, &a, &b);
+          if (wmax[w] >= tau) row.WordMass(w, keep, tau, &a, &b);
         }
       }
       all[c] = a;
@@ -527,7 +528,7 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vect
     int32_t next = Draw(row, has_min_p ? kept : all, draw, static_cast<float>(rng->Uniform()));
     if (next < 0) break;  // nothing above the pivot (not reached: the maximum always passes)
     t = next;
-    if (masses_from(std::max(topk.tau, std::nextafter(row.x[t], kPosInf))) < need) return t;
+    if (masses_from(std::nextafter(row.x[t], kPosInf)) < need) return t;
     pivot = row.x[t];
   }
   return t;  // past the bound on rounds: the last candidate
