@@ -32,7 +32,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")  # re's "possib
 # Every construct of the supported syntax (docs/regex.md), in Python spelling.
 CONSTRUCTS = [
     "", "a", "abc", "é日本😀", "a|b|", "|", "()", "(a)(b)c", "(?:ab|cd)*e?", "(?P<word>[a-z]+)-(?P<n>\\d)",
-    "(?<year>\\d{4})-(?<m>\\d\\d)", "(?#a comment)x",
+    "(?<year>\\d{4})-(?<m>\\d\\d)", "(?#a comment)x", "(?#a\\)b)c",
     # quantifiers, lazy ones, braces that are literals
     "a*", "a+", "a?", "a{3}", "a{2,}", "a{2,4}", "a{,2}", "a{,}", "a{0}", "(ab){0,2}c", "a*?b+?c??",
     "a{2}?b{1,}?c{,2}?", "a{", "a{x}", "a{1,2", "a{ 1}", "a{}", "x{1,2}{", "{", "}", "]", "a}b",
@@ -94,6 +94,9 @@ ECMA_EQUIVALENTS = [  # ECMAScript spellings -> the same language in Python's
     ("\\ud83d\\ude00", "\\U0001F600"),
     ("[\\ud800-\\udfff]|x", "x"),  # surrogates: no UTF-8 text has them
     ("\\ud800?x", "x"),
+    # Only \uHHHH\uHHHH joins into one code point; \u{...} names one (a lone surrogate here).
+    ("\\uD83D\\u{DE00}|x", "x"),
+    ("\\u{D83D}\\uDE00|x", "x"),
     ("(?<name>a|b)\\/c", "(?P<name>a|b)/c"),
 ]
 
@@ -352,6 +355,7 @@ SYNTAX_ERRORS = [  # Python rejects these too: the position must equal re.error.
     "a(b", "a)", "((a)", "[a", "[]", "[^]", "[z-a]", "[\\d-z]", "[a-\\w]", "*a", "a|+", "(?:*)", "{1}a", "a**",
     "a{2}{3}", "a*??", "a{3,2}", "\\", "a\\", "\\q", "\\x4", "\\xg0", "\\u12", "\\U0001", "[\\8]",
     "\\400", "(?P<1a>x)", "(?P<a>x)(?P<a>y)", "(?P<a", "(?", "(?P", "^*", "a$?", "[\\B]", "\\G", "\\e",
+    "(?#a\\)", "(?#\\)x",  # an escaped `)` does not end a comment
 ]
 
 UNSUPPORTED = [  # refused here (most are valid in Python): (pattern, the construct whose start is the position)

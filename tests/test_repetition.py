@@ -35,6 +35,33 @@ def test_nested_and_optional_repetitions_match_python_re():
         assert accepts(start, s) == (re.fullmatch(r"(?:xy?){40,70}", s) is not None), s
 
 
+@pytest.mark.parametrize("inner, outer", [((1, None), (200, 1000)), ((1, None), (2, 40)), ((1, None), (0, 50)),
+                                          ((2, 3), (40, 40)), ((2, 3), (0, 40)), ((5, 5), (0, 40)), ((0, 7), (0, 40)),
+                                          ((0, None), (33, None)), ((3, None), (0, 35)), ((0, 1), (35, 50)),
+                                          ((4, 5), (3, 34))])
+def test_repetitions_of_repetitions_accept_exactly_their_counts(inner, outer):
+    # (a{i,j}){m,n} b accepts a^k b for k in the union of [r*i, r*j] over r in [m, n]; merged
+    # into one repetition where those leave no gap (grammar/repetition.cc). Python's re
+    # backtracks exponentially on these, so the oracle is the arithmetic.
+    (i, j), (m, n) = inner, outer
+    bound = lambda lo, hi: f"{{{lo},{'' if hi is None else hi}}}"  # noqa: E731
+    start = xgr2.compile(xgr2.Grammar.from_regex(f"(a{bound(i, j)}){bound(m, n)}b"), BYTES).initial_state()
+    for k in range(0, 260):
+        rounds = range(m, (n if n is not None else max(m, k) + 1) + 1)
+        expected = any(r * i <= k and (j is None or k <= r * j) and (r > 0 or k == 0) for r in rounds)
+        assert accepts(start, "a" * k + "b") == expected, k
+
+
+def test_a_run_split_into_rounds_keeps_a_small_parser_state():
+    # `(\d+){200,1000}`: every digit may end a round; merged into `\d{200,}`, the state of a
+    # long run stays the size of the first (it grew with the run, and each step with it).
+    start = xgr2.compile(xgr2.Grammar.from_regex(r"(\d+){200,1000}"), BYTES).initial_state()
+    short = start.advance_bytes(b"7" * 300)
+    long = short.advance_bytes(b"7" * 2000)
+    assert long.can_terminate and not start.advance_bytes(b"7" * 199).can_terminate
+    assert long.memory_bytes <= short.memory_bytes
+
+
 def test_huge_optional_repetition_compiles_quickly_and_stays_exact():
     g = xgr2.Grammar.from_ebnf('root ::= ("a"?){10000} "b"')
     start = xgr2.compile(g, BYTES).initial_state()

@@ -375,8 +375,8 @@ class RegexParser {
       ++pos_;
       return false;
     }
-    if (c == '#') {
-      while (!AtEnd() && Peek() != ')') ++pos_;
+    if (c == '#') {  // as Python: an escaped `)` does not end it
+      while (!AtEnd() && Peek() != ')') pos_ += Peek() == '\\' && pos_ + 1 < text_.size() ? 2 : 1;
       if (!Match(')')) Fail("missing ), unterminated comment", open);
       return true;
     }
@@ -573,7 +573,8 @@ class RegexParser {
       case 'U':
         return ReadHex(8, start);
       case 'u': {
-        uint32_t cp = Peek() == '{' ? ReadBracedHex(start) : ReadHex(4, start);
+        if (Peek() == '{') return ReadBracedHex(start);  // a code point: never half of a pair
+        uint32_t cp = ReadHex(4, start);
         if (!in_class) cp = JoinSurrogatePair(cp);
         return cp;
       }
@@ -620,13 +621,13 @@ class RegexParser {
     return v;
   }
 
-  // A high surrogate followed by `\u` + a low surrogate: the code point they encode.
+  // A high surrogate followed by `\uHHHH` with a low surrogate: the code point they
+  // encode (ECMAScript joins only this form; `\u{...}` names a code point).
   uint32_t JoinSurrogatePair(uint32_t hi) {
-    if (hi < 0xD800 || hi > 0xDBFF || Peek() != '\\' || Peek(1) != 'u') return hi;
+    if (hi < 0xD800 || hi > 0xDBFF || Peek() != '\\' || Peek(1) != 'u' || Peek(2) == '{') return hi;
     size_t save = pos_;
     pos_ += 2;
-    bool braced = Peek() == '{';
-    uint32_t lo = braced ? ReadBracedHex(save) : ReadHex(4, save);
+    uint32_t lo = ReadHex(4, save);
     if (lo < 0xDC00 || lo > 0xDFFF) {
       pos_ = save;
       return hi;

@@ -111,28 +111,40 @@ class Nullable {
   std::vector<uint8_t> rule_;
 };
 
+// (Y{a,b}){m,n} is Y{ma,nb} when the counts it allows leave no gap: j rounds give
+// [ja, jb], and consecutive j overlap or touch from j = m on iff m(b - a) >= a - 1 (b
+// unbounded: iff m >= 1 or a <= 1). Merging removes the ambiguity of where a round ends
+// (`(\d+){200,1000}`: any digit may start a round), which made every parser step cost
+// more the longer the input. Children come before their parents, so nests merge fully.
+void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
+  for (Expr& e : g->exprs) {
+    if (e.kind != ExprKind::kRepeat) continue;
+    const Expr& c = g->exprs[e.children[0]];
+    if (c.kind != ExprKind::kRepeat || nullable.Of(c.children[0])) continue;
+    int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
+    bool contiguous = b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1;
+    int64_t lo = m * a, hi = n < 0 || b < 0 ? -1 : n * b;
+    if (!contiguous || lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) continue;
+    int32_t y = c.children[0];
+    e.children = {y};
+    e.min = static_cast<int32_t>(lo);
+    e.max = static_cast<int32_t>(hi);
+  }
+}
+
 }  // namespace
 
 void CompressRepetitions(GrammarIR* g) {
   IrBuilder b(g);
   Nullable nullable(*g);
+  MergeNestedRepeats(g, nullable);
   size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
   for (size_t id = 0; id < n; ++id) {
     const Expr& e = g->exprs[id];
     if (e.kind != ExprKind::kRepeat) continue;
     if (e.min <= kRepetitionCopyLimit && e.max <= kRepetitionCopyLimit) continue;
     int32_t child = e.children[0], min = e.min, max = e.max;
-    // (Y?){l,r} is Y{0,r} and (Y*){l,r} is Y*: the same language without empty rounds.
-    const Expr& c = g->exprs[child];
-    if (c.kind == ExprKind::kRepeat && c.min == 0 && (c.max == 1 || c.max < 0) && !nullable.Of(c.children[0])) {
-      int32_t y = c.children[0];
-      bool star = c.max < 0;
-      if (star || max < 0) {
-        g->exprs[id].children = {y}, g->exprs[id].min = 0, g->exprs[id].max = -1;
-        continue;
-      }
-      child = y, min = 0;
-    } else if (nullable.Of(child)) {
+    if (nullable.Of(child)) {
       // Doubling a nullable X would make the parse ambiguous at every position: keep copies.
       continue;
     }
