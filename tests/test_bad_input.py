@@ -79,7 +79,7 @@ BAD_GRAMMARS = [
     ("only_comments", "# a comment\n# another\n", "empty"),
     ("missing_assign", 'root "a"', "::="),
     ("missing_body", "root ::=", "expected an expression"),
-    ("empty_alternative", 'root ::= "a" |', "expected an expression"),
+    ("empty_body_of_a_middle_rule", 'root ::= "a"\nb ::=\nc ::= "x"', "expected an expression"),
     ("duplicate_rule", 'root ::= "a"\nroot ::= "b"', "defined twice"),
     ("unclosed_paren", 'root ::= ("a" "b"', "unclosed `(`"),
     ("stray_close_paren", 'root ::= "a")', "expected a rule name"),

@@ -96,6 +96,12 @@ def test_empty_group():
     assert_language('root ::= "a" ( ) ()  "b"', lambda s: s == "ab", "ab")
 
 
+def test_empty_alternatives_as_gbnf_writes_them():
+    # llama.cpp's json.gbnf: `ws ::= | " " | ...`; an empty alternative is "".
+    assert_language('root ::= "a" ws "b"\nws ::= | " " ws', lambda s: re.fullmatch("a +b|ab", s) is not None, "ab ")
+    assert_language('root ::= ("x" |) "y" ("z" | | "w")', lambda s: re.fullmatch("x?y[zw]?", s) is not None, "xyzw")
+
+
 def test_empty_literal_alternative():
     assert_language('root ::= ("" | "+" | "-") "1"', lambda s: s in ("1", "+1", "-1"), "+-1")
 

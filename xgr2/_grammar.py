@@ -39,7 +39,8 @@ class Grammar(Frozen):
 
         Rules are ``name ::= expression``; expressions use string literals with escapes
         (``\\n \\t \\\\ \\" \\xHH \\uHHHH``), character classes (``[a-z]``, ``[^"\\\\]``),
-        ``( )``, ``|``, ``* + ?``, ``{m} {m,} {m,n}``, ``#`` comments, and an optional
+        ``( )``, ``|`` (one of several alternatives may be empty, as GBNF's
+        ``ws ::= | " "``), ``* + ?``, ``{m} {m,} {m,n}``, ``#`` comments, and an optional
         lookahead assertion ``(= ...)`` at the end of a rule. Left recursion is fine.
 
         Args:

@@ -198,6 +198,8 @@ class EbnfParser {
     definition_order_.push_back(id);
   }
 
+  // Alternatives; one of several may be empty (`ws ::= | " "`, as GBNF allows), a lone
+  // one may not.
   int32_t ParseChoice() {
     if (++depth_ > GrammarLimits::kMaxNesting) Fail("expressions are nested too deeply", pos_);
     std::vector<int32_t> alts;
@@ -209,6 +211,14 @@ class EbnfParser {
       SkipSpace();
     }
     --depth_;
+    if (alts.size() == 1 && alts[0] < 0) Fail("expected an expression", pos_);
+    for (int32_t& a : alts) {
+      if (a < 0) {
+        Expr empty;
+        empty.kind = ExprKind::kEmpty;
+        a = g_->AddExpr(std::move(empty));
+      }
+    }
     if (alts.size() == 1) return alts[0];
     Expr e;
     e.kind = ExprKind::kChoice;
@@ -232,10 +242,11 @@ class EbnfParser {
     return AtRuleStart();
   }
 
+  // -1 for an empty sequence.
   int32_t ParseSequence() {
     std::vector<int32_t> items;
     while (!AtSequenceEnd()) items.push_back(ParsePostfix());
-    if (items.empty()) Fail("expected an expression", pos_);
+    if (items.empty()) return -1;
     if (items.size() == 1) return items[0];
     Expr e;
     e.kind = ExprKind::kSequence;

@@ -123,7 +123,7 @@ void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
     if (c.kind != ExprKind::kRepeat || nullable.Of(c.children[0])) continue;
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
     bool contiguous = b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1;
-    int64_t lo = m * a, hi = n < 0 || b < 0 ? -1 : n * b;
+    int64_t lo = m * a, hi = n == 0 || b == 0 ? 0 : n < 0 || b < 0 ? -1 : n * b;
     if (!contiguous || lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) continue;
     int32_t y = c.children[0];
     e.children = {y};
