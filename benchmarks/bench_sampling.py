@@ -57,7 +57,7 @@ def naive_top_k_top_p(key, logits, bitmask, k, p):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="B in {1, 8}, V = 128256, 3 reps")
-    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=31)
     parser.add_argument("--no-naive", action="store_true", help="skip the argsort baselines")
     parser.add_argument("--write-results", action="store_true", help="add the table to benchmarks/RESULTS.md")
     args = parser.parse_args()
