@@ -96,6 +96,11 @@ def test_empty_group():
     assert_language('root ::= "a" ( ) ()  "b"', lambda s: s == "ab", "ab")
 
 
+def test_dot_is_any_character_as_gbnf_writes_it():
+    assert_language('root ::= "a" . "b"', lambda s: len(s) == 3 and s[0] == "a" and s[2] == "b", "ab\u00e9\n", 4)
+    assert str(xgr2.Grammar.from_ebnf('root ::= .+')) == str(xgr2.Grammar.from_ebnf("root ::= [^]+"))
+
+
 def test_empty_alternatives_as_gbnf_writes_them():
     # llama.cpp's json.gbnf: `ws ::= | " " | ...`; an empty alternative is "".
     assert_language('root ::= "a" ws "b"\nws ::= | " " ws', lambda s: re.fullmatch("a +b|ab", s) is not None, "ab ")

@@ -236,6 +236,8 @@ def test_tree_masks_follow_tokens_by_id():
 def test_ebnf_token_sets_parse_print_and_fail_clearly():
     g = xgr2.Grammar.from_ebnf("root ::= <[ 3 , 1-2 ]> <[^]> <[^7, 9-10]>")
     assert str(g) == "root ::= <[1-3]> <[^]> <[^7, 9-10]>\n"
+    # GBNF's negation spelling.
+    assert str(xgr2.Grammar.from_ebnf("root ::= !<[7]> !<[^3]>")) == "root ::= <[^7]> <[3]>\n"
     assert xgr2.Grammar.from_ebnf(str(g)) == g
     for text, column in [("root ::= <[]>", 10), ("root ::= <[5-3]>", 12), ("root ::= <[1 2]>", 14),
                          ("root ::= <[99999999]>", 12), ("root ::= <[1", 10), ("root ::= <[x]>", 12)]:

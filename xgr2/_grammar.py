@@ -39,8 +39,9 @@ class Grammar(Frozen):
 
         Rules are ``name ::= expression``; expressions use string literals with escapes
         (``\\n \\t \\\\ \\" \\xHH \\uHHHH``), character classes (``[a-z]``, ``[^"\\\\]``),
-        ``( )``, ``|`` (one of several alternatives may be empty, as GBNF's
-        ``ws ::= | " "``), ``* + ?``, ``{m} {m,} {m,n}``, ``#`` comments, and an optional
+        ``.`` (any character), ``( )``, ``|`` (one of several alternatives may be empty,
+        as GBNF's ``ws ::= | " "``), ``* + ?``, ``{m} {m,} {m,n}``, token ids
+        (``<[1, 5-9]>``, ``<[^3]>`` or GBNF's ``!<[3]>``), ``#`` comments, and an optional
         lookahead assertion ``(= ...)`` at the end of a rule. Left recursion is fine.
 
         Args:

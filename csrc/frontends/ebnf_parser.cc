@@ -330,6 +330,19 @@ class EbnfParser {
     if (c == '"' || c == '\'') return ParseString();
     if (c == '[') return ParseCharClass();
     if (c == '<' && Peek(1) == '[') return ParseTokenSet();
+    if (c == '!' && Peek(1) == '<' && Peek(2) == '[') {  // GBNF's `!<[ids]>`: any token but these
+      ++pos_;
+      int32_t e = ParseTokenSet();
+      g_->exprs[e].negated = !g_->exprs[e].negated;
+      return e;
+    }
+    if (c == '.') {  // GBNF's any character: `[^]`
+      ++pos_;
+      Expr e;
+      e.kind = ExprKind::kCharClass;
+      e.negated = true;
+      return g_->AddExpr(std::move(e));
+    }
     if (c == '(') {
       size_t open = pos_++;
       SkipSpace();
