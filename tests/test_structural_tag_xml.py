@@ -115,15 +115,25 @@ def test_values_are_checked_against_their_schemas(style):
 
 
 @pytest.mark.parametrize("value_schema, raw, json_text, rejected", [
-    # Each branch of a bare anyOf / oneOf, and each type of a type list, is a value of its
-    # own, a string one raw (as XGrammar's XML styles).
+    # Each branch of a bare anyOf, and each type of a type list, is a value of its own, a
+    # string one raw (as XGrammar's XML styles).
     ({"anyOf": [{"const": "a"}, {"const": "b"}]}, ["a", "b"], [], ["c", '"a"']),
     ({"anyOf": [{"type": "string", "maxLength": 5}, {"type": "integer"}]}, ["hello", "42"], ["42"], ["toolong"]),
-    ({"oneOf": [{"type": "integer"}, {"type": "boolean"}], "description": "n"}, [], ["1", "true"], ["x"]),
     ({"type": ["string", "null"], "maxLength": 3}, ["abc", "null"], ["null"], ["abcd"]),
     ({"type": ["integer", "null"]}, [], ["7", "null"], ["x", '"7"']),
-    # Unconstrained: raw text or JSON.
-    ({}, ["any text", '{"a": 1}'], ['{"a": 1}', "[1, 2]"], []),
+    # pydantic's Optional[datetime]: a known format is checked on raw text.
+    ({"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}], "default": None},
+     ["2024-02-29", "null"], ["null"], ["2023-02-29", "x"]),
+    # What raw text cannot check exactly stays JSON: a oneOf (5 matches both branches, so
+    # the schema rejects it), a string branch with two checks, keywords beside a type list
+    # that a raw string would ignore.
+    ({"oneOf": [{"type": "integer", "minimum": 0}, {"type": "integer", "maximum": 10}]}, [], ["-3", "11"],
+     ["5", "x"]),
+    ({"anyOf": [{"type": "string", "pattern": "^a", "minLength": 2}, {"type": "null"}]}, [], ['"ab"', "null"],
+     ["ab", '"a"']),
+    ({"type": ["string", "null"], "not": {"const": "bad"}}, [], ['"ok"', "null"], ["bad", '"bad"', "ok"]),
+    # Unconstrained: raw text.
+    ({}, ["any text", '{"a": 1}'], [], []),
     ({"description": "anything"}, ["x y"], [], []),
 ])
 def test_unions_and_unconstrained_values_take_each_branch_own_form(value_schema, raw, json_text, rejected):
@@ -135,6 +145,24 @@ def test_unions_and_unconstrained_values_take_each_branch_own_form(value_schema,
         assert accepts(grammar, f"<parameter=v> {value}\n</parameter>"), value
     for value in rejected:
         assert not accepts(grammar, f"<parameter=v>{value}</parameter>"), value
+
+
+def test_raw_strings_check_a_known_format_and_refuse_what_they_cannot_check():
+    grammar = grammar_of("qwen_xml", {"type": "object", "properties": {"d": {"type": "string", "format": "uuid"}}})
+    assert accepts(grammar, "<parameter=d>123e4567-e89b-12d3-a456-426614174000</parameter>")
+    assert not accepts(grammar, "<parameter=d>123e4567</parameter>")
+    for sub, key in [({"type": "string", "not": {"const": "x"}}, "not"), ({"type": "string", "format": "color"}, "format")]:
+        with pytest.raises(xgr2.StructuralTagError, match=f"/json_schema/properties/d/{key}"):
+            grammar_of("qwen_xml", {"type": "object", "properties": {"d": sub}})
+
+
+def test_a_draft7_ref_ignores_its_siblings_in_xml_styles_too():
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+              "properties": {"n": {"$ref": "#/definitions/i", "type": "string"}}, "required": ["n"],
+              "definitions": {"i": {"type": "integer"}}}
+    grammar = grammar_of("qwen_xml", schema)
+    assert accepts(grammar, "<parameter=n>5</parameter>")
+    assert not accepts(grammar, "<parameter=n>five</parameter>")
 
 
 def test_additional_properties_take_any_name_only_when_allowed():

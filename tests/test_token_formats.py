@@ -238,6 +238,8 @@ def test_ebnf_token_sets_parse_print_and_fail_clearly():
     assert str(g) == "root ::= <[1-3]> <[^]> <[^7, 9-10]>\n"
     # GBNF's negation spelling.
     assert str(xgr2.Grammar.from_ebnf("root ::= !<[7]> !<[^3]>")) == "root ::= <[^7]> <[3]>\n"
+    with pytest.raises(xgr2.GrammarError, match="empty token set"):
+        xgr2.Grammar.from_ebnf("root ::= !<[^]>")
     assert xgr2.Grammar.from_ebnf(str(g)) == g
     for text, column in [("root ::= <[]>", 10), ("root ::= <[5-3]>", 12), ("root ::= <[1 2]>", 14),
                          ("root ::= <[99999999]>", 12), ("root ::= <[1", 10), ("root ::= <[x]>", 12)]:

@@ -331,9 +331,10 @@ class EbnfParser {
     if (c == '[') return ParseCharClass();
     if (c == '<' && Peek(1) == '[') return ParseTokenSet();
     if (c == '!' && Peek(1) == '<' && Peek(2) == '[') {  // GBNF's `!<[ids]>`: any token but these
-      ++pos_;
+      size_t start = pos_++;
       int32_t e = ParseTokenSet();
       g_->exprs[e].negated = !g_->exprs[e].negated;
+      if (!g_->exprs[e].negated && g_->exprs[e].ranges.empty()) Fail("empty token set (`!<[^]>` allows no token)", start);
       return e;
     }
     if (c == '.') {  // GBNF's any character: `[^]`

@@ -1,8 +1,11 @@
 #include "frontends/xml_parameters.h"
 
 #include <algorithm>
+#include <map>
 
+#include "frontends/json_formats.h"
 #include "frontends/regex.h"
+#include "frontends/schema_refs.h"
 #include "grammar/tag_dispatch.h"
 #include "xgr2/errors.h"
 
@@ -112,10 +115,11 @@ class XmlWriter {
   }
 
   // A string's raw text; another value as JSON between whitespace. As XGrammar's XML
-  // styles read a parameter: each branch of a bare anyOf / oneOf and each type of a type
-  // list is a value of its own (a string one raw), and an unconstrained value is raw text
-  // or JSON.
-  int32_t Value(const JsonValue& schema, const std::string& path) {
+  // styles read a parameter: each branch of a bare anyOf and each type of a type list is
+  // a value of its own (a string one raw; one that raw text cannot check exactly, as
+  // JSON), and an unconstrained value is raw text. A oneOf stays JSON: raw branches
+  // could overlap where the JSON ones do not.
+  int32_t Value(const JsonValue& schema, const std::string& path, bool in_union = false) {
     if (schema.IsObject()) {
       if (const JsonValue* c = schema.Find("const")) return Literal(*c);
       if (const JsonValue* e = schema.Find("enum"); e && e->IsArray() && !e->items.empty()) {
@@ -123,31 +127,35 @@ class XmlWriter {
         for (const JsonValue& v : e->items) alts.push_back(Literal(v));
         return b_->Choice(alts);
       }
-      if (const char* combinator = BareCombinator(schema)) {
-        const JsonValue& branches = *schema.Find(combinator);
+      if (IsBareAnyOf(schema)) {
+        const JsonValue& branches = *schema.Find("anyOf");
         std::vector<int32_t> alts;
         for (size_t i = 0; i < branches.items.size(); ++i) {
-          alts.push_back(Value(branches.items[i], At(path, combinator) + "/" + std::to_string(i)));
+          alts.push_back(Value(branches.items[i], At(path, "anyOf") + "/" + std::to_string(i), true));
         }
         return b_->Choice(alts);
       }
       const JsonValue* type = schema.Find("type");
-      if (type && type->IsString() && type->text == "string") return RawString(schema, path);
-      if (type && type->IsArray() && !type->items.empty()) {
+      if (type && type->IsString() && type->text == "string") {
+        if (RawCheckable(schema)) return RawString(schema, path);
+        if (!in_union) RawString(schema, path);  // fails, naming the keyword
+        return Json(schema, path);
+      }
+      if (type && type->IsArray() && !type->items.empty() && SplittableByType(schema)) {
         std::vector<int32_t> alts;
         for (const JsonValue& t : type->items) {
           JsonValue one = schema;  // the same keywords, one type
           for (auto& [key, value] : one.members) {
             if (key == "type") value = t;
           }
-          alts.push_back(Value(one, path));
+          alts.push_back(Value(one, path, true));
         }
         return b_->Choice(alts);
       }
-      if (OnlyAnnotations(schema)) return b_->Choice({AnyText(), Json(schema, path)});
+      if (OnlyAnnotations(schema)) return AnyText();
     }
     if (schema.IsBool() && !schema.boolean) Fail("cannot write a property whose schema is false", path);
-    if (schema.IsBool()) return b_->Choice({AnyText(), Json(schema, path)});
+    if (schema.IsBool()) return AnyText();
     return Json(schema, path);
   }
 
@@ -158,22 +166,54 @@ class XmlWriter {
   static bool OnlyAnnotations(const JsonValue& schema) {
     return std::all_of(schema.members.begin(), schema.members.end(), [](const auto& m) { return IsAnnotation(m.first); });
   }
-  // "anyOf" or "oneOf" when it is the schema's only keyword besides annotations.
-  static const char* BareCombinator(const JsonValue& schema) {
-    const char* found = nullptr;
+  // anyOf as the schema's only keyword besides annotations.
+  static bool IsBareAnyOf(const JsonValue& schema) {
+    const JsonValue* any = schema.Find("anyOf");
+    if (!any || !any->IsArray() || any->items.empty()) return false;
+    return std::all_of(schema.members.begin(), schema.members.end(),
+                       [](const auto& m) { return m.first == "anyOf" || IsAnnotation(m.first); });
+  }
+  // Whether RawString checks a string schema exactly: its keywords are at most one of
+  // pattern, format (a known one) or the lengths.
+  static bool RawCheckable(const JsonValue& schema) {
+    int checks = 0;
+    bool lengths = false;
     for (const auto& [key, value] : schema.members) {
-      if (IsAnnotation(key)) continue;
-      if ((key != "anyOf" && key != "oneOf") || found || !value.IsArray() || value.items.empty()) return nullptr;
-      found = key == "anyOf" ? "anyOf" : "oneOf";
+      if (key == "type" || IsAnnotation(key)) continue;
+      if (key == "minLength" || key == "maxLength") {
+        checks += !lengths, lengths = true;
+      } else if (key == "pattern" || (key == "format" && value.IsString() && JsonFormatEbnf(value.text))) {
+        ++checks;
+      } else {
+        return false;
+      }
     }
-    return found;
+    return checks <= 1;
+  }
+  // Whether a type list can be split into one value per type: every other keyword is an
+  // annotation, one RawString checks, or one that no string is subject to.
+  static bool SplittableByType(const JsonValue& schema) {
+    static const char* kNotForStrings[] = {
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
+        "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems",
+        "properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties",
+        "maxProperties", "dependentRequired"};
+    JsonValue strings;
+    strings.kind = JsonValue::Kind::kObject;
+    for (const auto& [key, value] : schema.members) {
+      if (std::any_of(std::begin(kNotForStrings), std::end(kNotForStrings), [&](const char* k) { return key == k; })) {
+        continue;
+      }
+      strings.members.emplace_back(key, value);
+    }
+    return RawCheckable(strings);
   }
 
   // The value as JSON between whitespace.
   int32_t Json(const JsonValue& schema, const std::string& path) {
     JsonValue with_defs = schema;  // keep the root's definitions reachable for $refs
     if (with_defs.IsObject()) {
-      for (const char* key : {"$defs", "definitions"}) {
+      for (const char* key : {"$defs", "definitions", "$schema"}) {
         const JsonValue* defs = root_->Find(key);
         if (defs && !with_defs.Find(key)) with_defs.members.emplace_back(key, *defs);
       }
@@ -186,11 +226,19 @@ class XmlWriter {
 
   int32_t RawString(const JsonValue& schema, const std::string& path) {
     for (const auto& [key, value] : schema.members) {
-      if (key == "format") Fail("cannot check \"format\" on a raw string value", At(path, key));
+      bool checked = key == "type" || key == "pattern" || key == "minLength" || key == "maxLength" ||
+                     key == "format" || IsAnnotation(key);
+      if (!checked) Fail("cannot check \"" + key + "\" on a raw string value", At(path, key));
     }
     const JsonValue* pattern = schema.Find("pattern");
     const JsonValue* min = schema.Find("minLength");
     const JsonValue* max = schema.Find("maxLength");
+    if (const JsonValue* format = schema.Find("format")) {
+      const char* ebnf = format->IsString() ? JsonFormatEbnf(format->text) : nullptr;
+      if (!ebnf) Fail("cannot check this \"format\" on a raw string value", At(path, "format"));
+      if (pattern || min || max) Fail("cannot combine \"format\" with pattern or a length on a raw string value", path);
+      return Format(format->text, ebnf);
+    }
     if (pattern) {
       if (!pattern->IsString()) Fail("needs \"pattern\" to be a string", At(path, "pattern"));
       if (min || max) Fail("cannot combine \"pattern\" with a length on a raw string value", path);
@@ -214,6 +262,15 @@ class XmlWriter {
     return AnyText();
   }
 
+  // A known format's raw text (its strings hold no `"` or `\`: the JSON grammar's own).
+  int32_t Format(const std::string& name, const char* ebnf) {
+    auto it = formats_.find(name);
+    if (it != formats_.end()) return b_->Ref(it->second);
+    int32_t rule = ImportGrammar(b_, *ParseEbnf(ebnf, "root"), "format_" + name + "_");
+    formats_[name] = rule;
+    return b_->Ref(rule);
+  }
+
   // Any text up to the closing tag.
   int32_t AnyText() {
     TagDispatchSpec spec;
@@ -226,6 +283,7 @@ class XmlWriter {
   const std::function<int32_t(const JsonValue&, const std::string&)>& json_value_;
   const JsonValue* root_ = nullptr;
   int32_t ws_ = -1;
+  std::map<std::string, int32_t> formats_;  // format name -> its rule
 };
 
 }  // namespace
@@ -237,7 +295,9 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
                       const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
-  return XmlWriter(b, *s, max_whitespace, json_value).Object(schema, path);
+  JsonValue copy = schema;  // Draft 3-7: keywords beside a $ref do not count (as in JSON)
+  const JsonValue& read = DropRefSiblingsForOldDrafts(&copy) ? copy : schema;
+  return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path);
 }
 
 }  // namespace xgr2

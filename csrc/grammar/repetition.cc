@@ -113,7 +113,7 @@ class Nullable {
 
 // (Y{a,b}){m,n} is Y{ma,nb} when the counts it allows leave no gap: j rounds give
 // [ja, jb], and consecutive j overlap or touch from j = m on iff m(b - a) >= a - 1 (b
-// unbounded: iff m >= 1 or a <= 1). Merging removes the ambiguity of where a round ends
+// unbounded: iff m >= 1 or a <= 1); m = n has one j. Merging removes the ambiguity of where a round ends
 // (`(\d+){200,1000}`: any digit may start a round), which made every parser step cost
 // more the longer the input. Children come before their parents, so nests merge fully.
 void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
@@ -122,7 +122,7 @@ void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
     const Expr& c = g->exprs[e.children[0]];
     if (c.kind != ExprKind::kRepeat || nullable.Of(c.children[0])) continue;
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
-    bool contiguous = b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1;
+    bool contiguous = m == n || (b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1);
     int64_t lo = m * a, hi = n == 0 || b == 0 ? 0 : n < 0 || b < 0 ? -1 : n * b;
     if (!contiguous || lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) continue;
     int32_t y = c.children[0];

@@ -6,8 +6,9 @@
 // (only the word maxima are exponentiated; SampleByEnvelope). Its fallback, and top-p,
 // draw by the inverse CDF over chunk masses (sums of exp((x - M) / T) over the kept
 // tokens, skipping chunks whose maximum is so far below M that every weight is 0 in
-// float): one uniform picks a chunk, then a token inside it, its weights recomputed by
-// the same routine so that the two levels agree. top-k takes the k-th largest value among
+// float): one uniform picks a chunk, then a token inside it, its weights recomputed
+// (top-p's chunk masses come from word sums: the two levels can differ in the last bits,
+// and a draw past the chunk's recomputed weights takes its last weighted token). top-k takes the k-th largest value among
 // the words with the k largest maxima. The inner loops have an AVX2 version (chosen at
 // run time) and a portable one with the same arithmetic up to the exp.
 #include "sampling/masked_sampling.h"

@@ -84,9 +84,8 @@ def cpu_sample(
     min_p: jax.Array | None,
     constrained: jax.Array | None,
 ) -> jax.Array:
-    """int32 ``[B]`` sampled as :func:`xgr2.jax.sample` specifies (C++), from 64 random bits
-    per row
-    (hashed from ``key``'s words and the row index)."""
+    """int32 ``[B]`` sampled as :func:`xgr2.jax.sample` specifies (C++), from a 64-bit seed
+    per row hashed from ``key``'s words and the row index."""
     batch = logits.shape[0]
     mask, flags = _rows(bitmask, constrained, batch)
     # The key's words; the kernel hashes them with the row index into each row's seed
