@@ -151,9 +151,13 @@ def test_raw_strings_check_a_known_format_and_refuse_what_they_cannot_check():
     grammar = grammar_of("qwen_xml", {"type": "object", "properties": {"d": {"type": "string", "format": "uuid"}}})
     assert accepts(grammar, "<parameter=d>123e4567-e89b-12d3-a456-426614174000</parameter>")
     assert not accepts(grammar, "<parameter=d>123e4567</parameter>")
-    for sub, key in [({"type": "string", "not": {"const": "x"}}, "not"), ({"type": "string", "format": "color"}, "format")]:
+    for sub, key in [({"type": "string", "not": {"const": "x"}}, "not"), ({"type": "string", "allOf": [{}]}, "allOf")]:
         with pytest.raises(xgr2.StructuralTagError, match=f"/json_schema/properties/d/{key}"):
             grammar_of("qwen_xml", {"type": "object", "properties": {"d": sub}})
+    # Unknown formats and keywords are annotations, as in JSON.
+    loose = grammar_of("qwen_xml", {"type": "object", "properties": {
+        "d": {"type": "string", "format": "color", "x-order": 1, "nullable": True}}})
+    assert accepts(loose, "<parameter=d>any text</parameter>")
 
 
 def test_a_draft7_ref_ignores_its_siblings_in_xml_styles_too():

@@ -141,7 +141,7 @@ class XmlWriter {
         if (!in_union) RawString(schema, path);  // fails, naming the keyword
         return Json(schema, path);
       }
-      if (type && type->IsArray() && !type->items.empty() && SplittableByType(schema)) {
+      if (type && type->IsArray() && !type->items.empty() && RawCheckable(schema)) {
         std::vector<int32_t> alts;
         for (const JsonValue& t : type->items) {
           JsonValue one = schema;  // the same keywords, one type
@@ -173,40 +173,28 @@ class XmlWriter {
     return std::all_of(schema.members.begin(), schema.members.end(),
                        [](const auto& m) { return m.first == "anyOf" || IsAnnotation(m.first); });
   }
-  // Whether RawString checks a string schema exactly: its keywords are at most one of
-  // pattern, format (a known one) or the lengths.
+  // Keywords that constrain a string in ways raw text is not checked for.
+  static bool IsUncheckedStringKeyword(const std::string& key) {
+    static const char* kUnchecked[] = {"not", "allOf", "anyOf", "oneOf", "if", "then", "else", "$ref",
+                                       "$dynamicRef", "dependentSchemas", "const", "enum"};
+    return std::any_of(std::begin(kUnchecked), std::end(kUnchecked), [&](const char* k) { return key == k; });
+  }
+  // Whether RawString checks a string schema exactly: no keyword raw text is not checked
+  // for, and at most one of pattern, the lengths or a known format (an unknown format is
+  // an annotation, as in JSON). Keywords of other types and unknown ones do not matter
+  // to a string.
   static bool RawCheckable(const JsonValue& schema) {
     int checks = 0;
     bool lengths = false;
     for (const auto& [key, value] : schema.members) {
-      if (key == "type" || IsAnnotation(key)) continue;
+      if (IsUncheckedStringKeyword(key)) return false;
       if (key == "minLength" || key == "maxLength") {
         checks += !lengths, lengths = true;
       } else if (key == "pattern" || (key == "format" && value.IsString() && JsonFormatEbnf(value.text))) {
         ++checks;
-      } else {
-        return false;
       }
     }
     return checks <= 1;
-  }
-  // Whether a type list can be split into one value per type: every other keyword is an
-  // annotation, one RawString checks, or one that no string is subject to.
-  static bool SplittableByType(const JsonValue& schema) {
-    static const char* kNotForStrings[] = {
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "items", "prefixItems",
-        "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems", "uniqueItems",
-        "properties", "required", "additionalProperties", "patternProperties", "propertyNames", "minProperties",
-        "maxProperties", "dependentRequired"};
-    JsonValue strings;
-    strings.kind = JsonValue::Kind::kObject;
-    for (const auto& [key, value] : schema.members) {
-      if (std::any_of(std::begin(kNotForStrings), std::end(kNotForStrings), [&](const char* k) { return key == k; })) {
-        continue;
-      }
-      strings.members.emplace_back(key, value);
-    }
-    return RawCheckable(strings);
   }
 
   // The value as JSON between whitespace.
@@ -226,16 +214,14 @@ class XmlWriter {
 
   int32_t RawString(const JsonValue& schema, const std::string& path) {
     for (const auto& [key, value] : schema.members) {
-      bool checked = key == "type" || key == "pattern" || key == "minLength" || key == "maxLength" ||
-                     key == "format" || IsAnnotation(key);
-      if (!checked) Fail("cannot check \"" + key + "\" on a raw string value", At(path, key));
+      if (IsUncheckedStringKeyword(key)) Fail("cannot check \"" + key + "\" on a raw string value", At(path, key));
     }
     const JsonValue* pattern = schema.Find("pattern");
     const JsonValue* min = schema.Find("minLength");
     const JsonValue* max = schema.Find("maxLength");
-    if (const JsonValue* format = schema.Find("format")) {
-      const char* ebnf = format->IsString() ? JsonFormatEbnf(format->text) : nullptr;
-      if (!ebnf) Fail("cannot check this \"format\" on a raw string value", At(path, "format"));
+    const JsonValue* format = schema.Find("format");
+    const char* ebnf = format && format->IsString() ? JsonFormatEbnf(format->text) : nullptr;
+    if (ebnf) {  // an unknown format is an annotation
       if (pattern || min || max) Fail("cannot combine \"format\" with pattern or a length on a raw string value", path);
       return Format(format->text, ebnf);
     }
