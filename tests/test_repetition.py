@@ -39,7 +39,7 @@ def test_nested_and_optional_repetitions_match_python_re():
                                           ((2, 3), (40, 40)), ((2, 3), (0, 40)), ((5, 5), (0, 40)), ((0, 7), (0, 40)),
                                           ((0, None), (33, None)), ((3, None), (0, 35)), ((0, 1), (35, 50)),
                                           ((4, 5), (3, 34)), ((0, 0), (0, None)), ((1, None), (0, 0)),
-                                          ((0, 0), (40, 50)), ((3, 3), (0, None))])
+                                          ((0, 0), (40, 50)), ((3, 3), (0, None)), ((5, 5), (40, 40))])
 def test_repetitions_of_repetitions_accept_exactly_their_counts(inner, outer):
     # (a{i,j}){m,n} b accepts a^k b for k in the union of [r*i, r*j] over r in [m, n]; merged
     # into one repetition where those leave no gap (grammar/repetition.cc). Python's re
