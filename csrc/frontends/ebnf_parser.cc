@@ -213,11 +213,7 @@ class EbnfParser {
     --depth_;
     if (alts.size() == 1 && alts[0] < 0) Fail("expected an expression", pos_);
     for (int32_t& a : alts) {
-      if (a < 0) {
-        Expr empty;
-        empty.kind = ExprKind::kEmpty;
-        a = g_->AddExpr(std::move(empty));
-      }
+      if (a < 0) a = g_->AddExpr(Expr{});  // the empty string
     }
     if (alts.size() == 1) return alts[0];
     Expr e;

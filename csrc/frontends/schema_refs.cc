@@ -129,6 +129,14 @@ void Rewrite(JsonValue* s, std::string base, bool map) {
   }
 }
 
+// What stays beside a `$ref` in Drafts 3-7: definitions refs may name, and annotations.
+// `$id` goes too: beside a `$ref` it does not change the base URI in these drafts.
+bool KeptBesideRef(const std::string& key) {
+  static const char* kKept[] = {"$ref", "definitions", "$defs", "$schema", "$comment", "title", "description",
+                                "default", "examples"};
+  return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return key == k; });
+}
+
 // Drafts 3-7: a schema with `$ref` is only that reference.
 void DropSiblings(JsonValue* s, bool map) {
   if (s->IsArray()) {
@@ -137,16 +145,8 @@ void DropSiblings(JsonValue* s, bool map) {
   }
   if (!s->IsObject()) return;
   if (!map && s->Find("$ref")) {
-    // `$id` goes too: beside a `$ref` it does not change the base URI in these drafts.
-    static const char* kKept[] = {"$ref", "definitions", "$defs", "$schema", "$comment", "title", "description",
-                                  "default", "examples"};
     auto& m = s->members;
-    m.erase(std::remove_if(m.begin(), m.end(),
-                           [](const auto& kv) {
-                             return std::none_of(std::begin(kKept), std::end(kKept),
-                                                 [&](const char* k) { return kv.first == k; });
-                           }),
-            m.end());
+    m.erase(std::remove_if(m.begin(), m.end(), [](const auto& kv) { return !KeptBesideRef(kv.first); }), m.end());
   }
   for (auto& [k, v] : s->members) {
     if (map || !IsSchemaData(k)) DropSiblings(&v, !map && IsSchemaMap(k));
@@ -159,10 +159,10 @@ bool DropRefSiblingsForOldDrafts(JsonValue* root) {
   const JsonValue* schema = root->IsObject() ? root->Find("$schema") : nullptr;
   if (!schema || !schema->IsString()) return false;
   const std::string& uri = schema->text;
-  bool old = false;
-  for (const char* draft : {"/draft-03/", "/draft-04/", "/draft-06/", "/draft-07/"}) {
-    old = old || (uri.find("json-schema.org") != std::string::npos && uri.find(draft) != std::string::npos);
-  }
+  static const char* kOldDrafts[] = {"/draft-03/", "/draft-04/", "/draft-06/", "/draft-07/"};
+  bool old = uri.find("json-schema.org") != std::string::npos &&
+             std::any_of(std::begin(kOldDrafts), std::end(kOldDrafts),
+                         [&](const char* d) { return uri.find(d) != std::string::npos; });
   if (old) DropSiblings(root, false);
   return old;
 }

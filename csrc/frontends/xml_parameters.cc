@@ -137,9 +137,8 @@ class XmlWriter {
       }
       const JsonValue* type = schema.Find("type");
       if (type && type->IsString() && type->text == "string") {
-        if (RawCheckable(schema)) return RawString(schema, path);
-        if (!in_union) RawString(schema, path);  // fails, naming the keyword
-        return Json(schema, path);
+        // A property's own string: raw, or an error naming what raw text cannot check.
+        return !in_union || RawCheckable(schema) ? RawString(schema, path) : Json(schema, path);
       }
       if (type && type->IsArray() && !type->items.empty() && RawCheckable(schema)) {
         std::vector<int32_t> alts;

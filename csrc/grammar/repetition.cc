@@ -113,9 +113,10 @@ class Nullable {
 
 // (Y{a,b}){m,n} is Y{ma,nb} when the counts it allows leave no gap: j rounds give
 // [ja, jb], and consecutive j overlap or touch from j = m on iff m(b - a) >= a - 1 (b
-// unbounded: iff m >= 1 or a <= 1); m = n has one j. Merging removes the ambiguity of where a round ends
-// (`(\d+){200,1000}`: any digit may start a round), which made every parser step cost
-// more the longer the input. Children come before their parents, so nests merge fully.
+// unbounded: iff m >= 1 or a <= 1); m = n has one j. Merging removes the ambiguity of
+// where a round ends (`(\d+){200,1000}`: any digit may start a round), which made every
+// parser step cost more the longer the input. Children come before their parents, so
+// nests merge fully.
 void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
   for (Expr& e : g->exprs) {
     if (e.kind != ExprKind::kRepeat) continue;

@@ -7,10 +7,11 @@
 // draw by the inverse CDF over chunk masses (sums of exp((x - M) / T) over the kept
 // tokens, skipping chunks whose maximum is so far below M that every weight is 0 in
 // float): one uniform picks a chunk, then a token inside it, its weights recomputed
-// (top-p's chunk masses come from word sums: the two levels can differ in the last bits,
-// and a draw past the chunk's recomputed weights takes its last weighted token). top-k takes the k-th largest value among
-// the words with the k largest maxima. The inner loops have an AVX2 version (chosen at
-// run time) and a portable one with the same arithmetic up to the exp.
+// (top-p's later chunk masses come from word sums: the two levels can differ in the last
+// bits, and a draw past the chunk's recomputed weights takes its last weighted token).
+// top-k takes the k-th largest value among the words with the k largest maxima. The
+// inner loops have an AVX2 version (chosen at run time) and a portable one with the same
+// arithmetic up to the exp.
 #include "sampling/masked_sampling.h"
 
 #include <algorithm>
@@ -492,15 +493,8 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vect
   topk.log_min_p = kNegInf;  // top-p applies before min-p
   std::vector<float>& all = s->chunk_mass;     // per chunk: the mass above the pivot
   std::vector<float>& kept = s->chunk_mass_b;  // the same within the min-p cut
-  all.assign(row.chunks, 0.0f);
   kept.assign(row.chunks, 0.0f);
-  double total = 0;
-  for (int64_t c = 0; c < row.chunks; ++c) {
-    if (!ChunkLive(cm[c], topk)) continue;
-    all[c] = row.ChunkWeights(c, topk, nullptr);
-    total += all[c];
-  }
-  double need = std::max(top_p, 1e-30f) * total;
+  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &all);
   bool has_min_p = keep.log_min_p > kNegInf;
   // Per chunk, the mass of tokens with x >= tau (all and within min-p); the total of the
   // former.

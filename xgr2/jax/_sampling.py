@@ -633,8 +633,8 @@ def sample(
     ``temperature``, ``top_p``, ``min_p``, ``constrained`` and array ``top_k`` values are
     traced (new values reuse the compilation); a python-int ``top_k`` is static. On the CPU
     (one device, float32 logits) a C++ kernel samples instead (``docs/jax.md``, "The CPU
-    kernels"): the same distribution, from 64 random bits per row, so a given key draws
-    other tokens there than on a GPU.
+    kernels"): the same distribution, from a 64-bit seed per row hashed from ``key``, so a
+    given key draws other tokens there than on a GPU.
 
     Args:
       key: a ``jax.random`` key, shared by the batch.
