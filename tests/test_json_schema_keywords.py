@@ -22,7 +22,7 @@ import xgr2
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
 
-NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not, pattern (the complement of its language, as an automaton: docs/limits.md); refused for format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
+NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, beside pattern / lengths the automaton less them; open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not, pattern (the complement of its language, as an automaton: docs/limits.md); refused for format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
 
 # keyword, status, a schema that uses it, note
 KEYWORDS = [
@@ -72,8 +72,10 @@ KEYWORDS = [
     ("anyOf", "exact", {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "keywords beside it apply to every branch"),
     ("oneOf", "exact", {"oneOf": [{"type": "string"}, {"type": "integer"}]},
      "branches that may overlap as anyOf [bi and not bj for each bj it may overlap]; provably disjoint pairs "
-     "(types, constants, a required discriminator) need no `not`; `not bj` as for `not`, and `additionalProperties: "
-     "false` negated within the names the other branch generates; refused where a `not bj` cannot be written"),
+     "(types, constants, a required discriminator, listed values the other branch rejects, an anyOf / oneOf each of "
+     "whose branches is apart) need no `not`; `not bj` as for `not`, leaving out the keywords that bi already implies "
+     "(the same property schema, type or required names), and `additionalProperties: false` negated within the names "
+     "the other branch generates; refused where a `not bj` cannot be written"),
     ("allOf", "exact", {"allOf": [{"type": "integer"}, {"minimum": 0}]}, "merged (item keywords position by position: a side's `items` also holds the other side's prefix); refused when two values cannot merge (e.g. two different `contains`)"),
     ("not", "exact", {"not": {"type": "object", "required": ["a"]}}, NEGATION_NOTE),
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},

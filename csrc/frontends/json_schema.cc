@@ -34,6 +34,7 @@ constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to he
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
+constexpr int kMaxDisjointDepth = 3;   // Disjoint looks this many anyOf / oneOf levels deep
 
 // Internal keywords for the string languages that plain keywords cannot say, compiled
 // through regex_dfa.h: `not pattern` (strings matching none of the listed patterns) and
@@ -1128,6 +1129,7 @@ class SchemaCompiler {
         {"minProperties", {"object", "maxProperties"}}, {"maxProperties", {"object", "minProperties"}}};
     for (const auto& [k, v] : s.members) {
       if (!kValidating.count(k) || (k == "additionalProperties" && v.IsBool() && v.boolean)) continue;
+      if (within && ImpliedBy(*within, s, k, v)) continue;  // no value `within` allows fails it
       if (k == "type") {
         std::set<std::string> types = TypesOf(s);
         // `not integer` would need the non-integral numbers (1.5, 15e-1), which no
@@ -1153,6 +1155,7 @@ class SchemaCompiler {
         std::optional<std::set<std::string>> within_names = within ? GeneratedNames(*within) : std::nullopt;
         for (const auto& [name, sub] : v.members) {
           if (within_names && !within_names->count(name)) continue;  // never present within
+          if (within && PropertyImpliedBy(*within, name, sub)) continue;
           // The value of `name` in an object that `within` allows meets its schema there.
           const JsonValue* wp = within ? within->Find("properties") : nullptr;
           const JsonValue* sub_within = wp && wp->IsObject() ? wp->Find(name) : nullptr;
@@ -1244,6 +1247,63 @@ class SchemaCompiler {
     if (branches.empty()) return BoolSchema(false);
     if (branches.size() == 1) return branches[0];
     return Obj({{"anyOf", Arr(std::move(branches))}});
+  }
+
+  // Whether every value that meets the flattened schema `within` meets keyword `k`
+  // (value `v`) of `s`: the same keyword there with a value at least as strict. Only
+  // keywords whose meaning does not depend on their siblings are compared as values;
+  // `additionalProperties` and `items` also need the siblings they read to agree.
+  static bool ImpliedBy(const JsonValue& within, const JsonValue& s, const std::string& k, const JsonValue& v) {
+    const JsonValue* w = within.Find(k);
+    if (k == "type") {
+      std::set<std::string> mine = TypesOf(s);
+      for (const std::string& t : TypesOf(within)) {
+        if (!mine.count(t)) return false;
+      }
+      return true;
+    }
+    if (!w) return false;
+    if (k == "required") {
+      if (!v.IsArray() || !w->IsArray()) return false;
+      for (const JsonValue& name : v.items) {
+        bool have = false;
+        for (const JsonValue& n : w->items) have = have || JsonEqual(n, name);
+        if (!have) return false;
+      }
+      return true;
+    }
+    if (k == "additionalProperties" || k == "items") {
+      // The same names / positions are left to it on both sides.
+      for (const char* sibling : {"properties", "patternProperties", "prefixItems", "additionalItems"}) {
+        const JsonValue *a = s.Find(sibling), *b = within.Find(sibling);
+        if ((a || b) && !(a && b && JsonEqual(*a, *b))) return false;
+      }
+      if (k == "items" && !v.IsObject() && !v.IsBool()) return false;  // draft 4 tuples
+      return JsonEqual(*w, v);
+    }
+    static const std::set<std::string> kSelfContained = {
+        "enum", "const", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+        "uniqueItems", "propertyNames", "patternProperties", "not", "anyOf", "oneOf", "dependentRequired",
+        kNotPattern, kMorePatterns};
+    if (!kSelfContained.count(k)) return false;
+    if ((k == "minimum" || k == "maximum") && (!v.IsNumber() || !w->IsNumber())) return false;
+    return JsonEqual(*w, v);
+  }
+
+  // Whether the value of property `name`, in an object that meets `within`, meets `sub`:
+  // `within` gives it the same schema (alone, or as one part of an allOf).
+  static bool PropertyImpliedBy(const JsonValue& within, const std::string& name, const JsonValue& sub) {
+    const JsonValue* props = within.Find("properties");
+    const JsonValue* p = props && props->IsObject() ? props->Find(name) : nullptr;
+    if (!p) return false;
+    if (JsonEqual(*p, sub)) return true;
+    const JsonValue* parts = p->IsObject() && p->members.size() == 1 ? p->Find("allOf") : nullptr;
+    if (!parts || !parts->IsArray()) return false;
+    for (const JsonValue& part : parts->items) {
+      if (JsonEqual(part, sub)) return true;
+    }
+    return false;
   }
 
   // The property names the grammar of `s` can write, when finite: those it declares or
@@ -1487,6 +1547,30 @@ class SchemaCompiler {
       return true;
     };
     if ((finite_a && excluded_by(va, b)) || (finite_b && excluded_by(vb, a))) return true;
+    // Values the other side's own keywords reject, every one of them.
+    auto rejected_by = [&](const std::vector<JsonValue>& vs, const JsonValue& s) {
+      for (const JsonValue& v : vs) {
+        if (!Rejects(s, v)) return false;
+      }
+      return true;
+    };
+    if ((finite_a && rejected_by(va, b)) || (finite_b && rejected_by(vb, a))) return true;
+    // A side whose values all meet one of its anyOf / oneOf branches, each apart from the
+    // other side (bounded: branches of branches are looked into a few levels deep).
+    if (disjoint_depth_ < kMaxDisjointDepth) {
+      for (const JsonValue* side : {&a, &b}) {
+        const JsonValue& other = side == &a ? b : a;
+        for (const char* k : {"anyOf", "oneOf"}) {
+          const JsonValue* branches = side->Find(k);
+          if (!branches || !branches->IsArray() || branches->items.empty()) continue;
+          ++disjoint_depth_;
+          bool apart = true;
+          for (const JsonValue& br : branches->items) apart = apart && Disjoint(*Flatten(&br, "", 0), other);
+          --disjoint_depth_;
+          if (apart) return true;
+        }
+      }
+    }
     // Numbers only, in ranges that do not meet (minor versions 0-2 and 3-8).
     bool numbers_only = true;
     for (const auto& t : ta) numbers_only = numbers_only && (!tb.count(t) || t == "number" || t == "integer");
@@ -1541,6 +1625,16 @@ class SchemaCompiler {
                         *sb = name.IsString() ? pb->Find(name.text) : nullptr;
         if (in_b && sa && sb && Disjoint(*Flatten(sa, "", 0), *Flatten(sb, "", 0))) return true;
       }
+    }
+    return false;
+  }
+
+  // Whether `s` (flattened) rejects the value `v` for certain, by its type or by one of
+  // the keywords ValuePasses decides.
+  bool Rejects(const JsonValue& s, const JsonValue& v) {
+    if (!HasType(TypesOf(s), v)) return true;
+    for (const auto& [k, kv] : s.members) {
+      if (k != "type" && k != "const" && k != "enum" && kValidating.count(k) && ValuePasses(k, kv, v) == 0) return true;
     }
     return false;
   }
@@ -1643,10 +1737,14 @@ class SchemaCompiler {
     if (types.count("string")) {
       bool constrained = s.Find("pattern") || s.Find(kNotPattern) || s.Find(kMorePatterns) || s.Find("minLength") || s.Find("maxLength") ||
                          (s.Find("format") && s.Find("format")->IsString() && JsonFormatEbnf(s.Find("format")->text));
+      const JsonValue* format = s.Find("format");
+      bool known_format = format && format->IsString() && JsonFormatEbnf(format->text);
       if (strings.empty()) {
         alts.push_back(StringExpr(s, ptr));
+      } else if (constrained && !known_format) {
+        alts.push_back(StringExpr(s, ptr, &strings));  // the automaton of the rest, less the values
       } else if (constrained) {
-        Unsupported("`not` of string values beside pattern / format / minLength / maxLength", ptr + "/not");
+        Unsupported("`not` of string values beside a `format`", ptr + "/not");
         alts.push_back(StringExpr(s, ptr));
       } else {
         alts.push_back(KeyNotIn(strings));
@@ -1869,7 +1967,8 @@ class SchemaCompiler {
     return std::min<int64_t>(n, INT32_MAX);
   }
 
-  int32_t StringExpr(const JsonValue& s, const std::string& ptr) {
+  // `excluded`: strings left out (a `not` of string values), through the automaton path.
+  int32_t StringExpr(const JsonValue& s, const std::string& ptr, const std::set<std::string>* excluded = nullptr) {
     int64_t min_len = Count(s, "minLength", ptr, 0), max_len = Count(s, "maxLength", ptr, -1);
     const JsonValue* pattern = s.Find("pattern");
     const JsonValue* not_patterns = s.Find(kNotPattern);
@@ -1878,8 +1977,9 @@ class SchemaCompiler {
     if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
     int32_t content = -1;
     if (pattern && !pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
-    if (not_patterns || more_patterns || (pattern && (min_len > 0 || max_len >= 0 || LeadingLookaheads(pattern->text)))) {
-      content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr);
+    if (not_patterns || more_patterns || excluded ||
+        (pattern && (min_len > 0 || max_len >= 0 || LeadingLookaheads(pattern->text)))) {
+      content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr, excluded);
     }
     if (pattern && content < 0) {
       try {
@@ -1940,7 +2040,8 @@ class SchemaCompiler {
   // patterns merged beside it) within length bounds, and/or none of the `not pattern`s,
   // as an automaton (regex_dfa.h). -1 (after Unsupported) when it is too large.
   int32_t RegularContent(const JsonValue* pattern, const JsonValue* more_patterns, const JsonValue* not_patterns,
-                         int64_t min_len, int64_t max_len, const std::string& ptr) {
+                         int64_t min_len, int64_t max_len, const std::string& ptr,
+                         const std::set<std::string>* excluded = nullptr) {
     std::string where = ptr + (pattern ? "/pattern" : "/not/pattern");
     try {
       CharDfa dfa = pattern ? PatternDfa(pattern->text, ptr + "/pattern") : CharDfa::LengthBetween(0, -1);
@@ -1951,6 +2052,7 @@ class SchemaCompiler {
         for (const JsonValue& p : not_patterns->items) dfa = dfa.Minus(PatternDfa(p.text, where));
       }
       if (min_len > 0 || max_len >= 0) dfa = dfa.Intersect(CharDfa::LengthBetween(min_len, max_len));
+      if (excluded) dfa = dfa.Minus(CharDfa::Words({excluded->begin(), excluded->end()}));
       return EmitDfa(&b_, dfa, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); }, "string");
     } catch (const DfaLimitError& e) {
       Unsupported(std::string(e.what()) + " (pattern with minLength / maxLength, or not pattern)", where);
@@ -2187,10 +2289,17 @@ class SchemaCompiler {
       std::string pp = ptr + "/patternProperties/" + JsonPointerToken(pattern);
       int32_t key;
       try {
-        int32_t re = AppendRegex(&b_, pattern, true);
-        key = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
+        if (LeadingLookaheads(pattern)) {  // `^(?!X)...`: only the automaton takes it
+          key = EmitKeys(SearchDfa(pattern));
+        } else {
+          int32_t re = AppendRegex(&b_, pattern, true);
+          key = RewriteChars(&b_, re, [&](const std::vector<CodepointRange>& r) { return text_.CharIn(r); });
+        }
       } catch (const RegexError& e) {
         Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), pp);
+      } catch (const DfaLimitError& e) {
+        Unsupported(std::string(e.what()) + " (a patternProperties key with a lookahead)", pp);
+        return -1;
       }
       return b_.Seq({b_.Bytes("\""), key, b_.Bytes("\""), text_.KeySeparator(), Schema(sub, pp, depth + 1)});
     }
@@ -2468,6 +2577,7 @@ class SchemaCompiler {
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
   int not_depth_ = 0;  // NotSchema calls in progress
+  int disjoint_depth_ = 0;  // Disjoint calls looking into anyOf / oneOf branches
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
 };
 
