@@ -28,7 +28,8 @@ NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of e
 KEYWORDS = [
     ("type", "exact", {"type": ["string", "null"]}, "strings, arrays of types, `integer` as integer syntax"),
     ("enum", "exact", {"enum": [1, "a", None]}, "values checked against the length, range and count keywords beside them"),
-    ("const", "exact", {"const": {"a": [1]}}, "objects in their key order; numbers also in their plain spellings"),
+    ("const", "exact", {"const": {"a": [1]}}, "objects in their key order; numbers also in their plain spellings (under a Draft 3 / 4 "
+     "`$schema`, integral numbers in integer syntax only: those drafts' `integer` rejects 1.0)"),
     ("properties", "narrower", {"properties": {"a": {"type": "integer"}}}, "in declared order"),
     ("required", "exact", {"type": "object", "required": ["a"]}, ""),
     ("additionalProperties", "exact", {"additionalProperties": {"type": "integer"}},

@@ -181,3 +181,33 @@ def test_keywords_beside_a_ref_follow_the_declared_draft(draft, validator_cls):
         except xgr2.SchemaError as e:  # refused as unsatisfiable: then nothing validates
             assert "no JSON value is valid" in str(e)
             assert not any(validator_cls(schema).is_valid(v) for v in instances), schema
+
+
+@pytest.mark.parametrize("draft, validator_cls", [
+    ("http://json-schema.org/draft-04/schema#", jsonschema.Draft4Validator),
+    ("http://json-schema.org/draft-03/schema#", jsonschema.Draft3Validator),
+    ("http://json-schema.org/draft-07/schema#", jsonschema.Draft7Validator),
+    ("https://json-schema.org/draft/2020-12/schema", jsonschema.Draft202012Validator),
+])
+def test_listed_integers_follow_the_declared_drafts_integer(draft, validator_cls):
+    # Draft 3 / 4 validators reject 1.0 for `integer`; Draft 6 and later accept it. Texts,
+    # not values: json.dumps would write 1.0 back as the text it came from.
+    schemas = [
+        {"type": "integer", "enum": [1, 2.0, 0, 100]},
+        {"type": ["integer", "string"], "enum": [1, "a"]},
+        {"type": "array", "enum": [[1, 2], [3.0]]},
+        {"type": "object", "properties": {"n": {"type": "integer", "enum": [7]}}},
+    ]
+    texts = ["1", "1.0", "2", "2.0", "0", "-0", "0.0", "100", "100.0", '"a"', "[1,2]", "[1.0,2]", "[3]", "[3.0]",
+             '{"n":7}', '{"n":7.0}']
+    for schema in schemas:
+        schema = {"$schema": draft, **schema}
+        state = start(schema)
+        validator = validator_cls(schema)
+        for text in texts:
+            value = json.loads(text)
+            # The grammar may be narrower (one spelling of a listed number), never wider.
+            if accepts(state, text):
+                assert validator.is_valid(value), (schema, text)
+            elif validator.is_valid(value) and "." not in text:
+                pytest.fail(f"{text} rejected under {schema}")

@@ -116,6 +116,11 @@ class SchemaCompiler {
     IndexIds(root_);
   }
 
+  // The draft the document declares (DeclaredDraft, read before its `$ref` siblings go).
+  // Draft 3 / 4 call only a number without fraction or exponent an integer (their
+  // validators reject 1.0 for `integer`), so listed integral numbers keep integer syntax.
+  void SetDraft(int draft) { text_.SetIntegralAsIntegers(draft == 3 || draft == 4); }
+
   // Builds the rule `root` (rule 0) and returns its id.
   int32_t CompileRoot() {
     int32_t root = b_.NewRule("root");
@@ -2590,10 +2595,12 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
+  int draft = DeclaredDraft(root);
   DropRefSiblingsForOldDrafts(&root);
   MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
+  compiler.SetDraft(draft);
   g->root = compiler.CompileRoot();
   CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};

@@ -258,11 +258,19 @@ int32_t JsonText::NumberSpellings(const std::string& text) {
   return b_->Choice(alts);
 }
 
+int32_t JsonText::IntegerLiteral(const std::string& text) {
+  DecimalNumber d = ParseDecimal(text);
+  if (d.digits.empty()) return b_->Choice({b_->Bytes("0"), b_->Bytes("-0")});
+  if (d.exponent < 0 || d.exponent >= 1000) return NumberSpellings(text);  // not integral, or huge
+  std::string sign = d.negative ? "-" : "";
+  return b_->Bytes(sign + d.digits + std::string(static_cast<size_t>(d.exponent), '0'));
+}
+
 int32_t JsonText::Value(const JsonValue& v, int depth) {
   switch (v.kind) {
     case JsonValue::Kind::kNull: return b_->Bytes("null");
     case JsonValue::Kind::kBool: return b_->Bytes(v.boolean ? "true" : "false");
-    case JsonValue::Kind::kNumber: return NumberSpellings(v.text);
+    case JsonValue::Kind::kNumber: return integral_as_integers_ ? IntegerLiteral(v.text) : NumberSpellings(v.text);
     case JsonValue::Kind::kString: return StringLiteral(v.text);
     case JsonValue::Kind::kArray: {
       if (v.items.empty()) return EmptyContainer('[', ']');

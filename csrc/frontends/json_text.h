@@ -54,6 +54,9 @@ class JsonText {
   int32_t StringLiteral(const std::string& utf8);
   // The JSON text of a value (const / enum), objects in their key order.
   int32_t Value(const JsonValue& v, int depth);
+  // Whether Value writes an integral number in integer syntax only ("2" for 2.0 or 2e0,
+  // not also "2.0"): Draft 3 / 4 call only such a number an integer.
+  void SetIntegralAsIntegers(bool on) { integral_as_integers_ = on; }
 
  private:
   int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
@@ -62,6 +65,7 @@ class JsonText {
   int32_t HexDigits(uint32_t lo, uint32_t hi);
   int32_t Newline(int depth);
   int32_t NumberSpellings(const std::string& text);
+  int32_t IntegerLiteral(const std::string& text);
 
   IrBuilder* b_;
   JsonLayout layout_;
@@ -69,6 +73,7 @@ class JsonText {
   // CharIn's expression per character set: automata (patterns, key languages) ask for
   // the same sets at many states, and each costs a tree of \uXXXX ranges.
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;
+  bool integral_as_integers_ = false;
 };
 
 }  // namespace xgr2

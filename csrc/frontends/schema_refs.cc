@@ -155,14 +155,17 @@ void DropSiblings(JsonValue* s, bool map) {
 
 }  // namespace
 
+int DeclaredDraft(const JsonValue& root) {
+  const JsonValue* schema = root.IsObject() ? root.Find("$schema") : nullptr;
+  if (!schema || !schema->IsString() || schema->text.find("json-schema.org") == std::string::npos) return 0;
+  for (int draft : {3, 4, 6, 7}) {
+    if (schema->text.find("/draft-0" + std::to_string(draft) + "/") != std::string::npos) return draft;
+  }
+  return 0;
+}
+
 bool DropRefSiblingsForOldDrafts(JsonValue* root) {
-  const JsonValue* schema = root->IsObject() ? root->Find("$schema") : nullptr;
-  if (!schema || !schema->IsString()) return false;
-  const std::string& uri = schema->text;
-  static const char* kOldDrafts[] = {"/draft-03/", "/draft-04/", "/draft-06/", "/draft-07/"};
-  bool old = uri.find("json-schema.org") != std::string::npos &&
-             std::any_of(std::begin(kOldDrafts), std::end(kOldDrafts),
-                         [&](const char* d) { return uri.find(d) != std::string::npos; });
+  bool old = DeclaredDraft(*root) != 0;
   if (old) DropSiblings(root, false);
   return old;
 }

@@ -20,6 +20,10 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // enum, const, default and examples are data and stay as written. Returns whether it did.
 bool MakeRefsAbsolute(JsonValue* root);
 
+// The draft the root's `$schema` names: 3, 4, 6 or 7; 0 for any other (Draft 2019-09,
+// 2020-12, or none).
+int DeclaredDraft(const JsonValue& root);
+
 // If the root's `$schema` names Draft 3, 4, 6 or 7, where the other keywords beside a
 // `$ref` are ignored, removes them, `$id` included (keeping `definitions` / `$defs`, which
 // refs may still name, and annotations). Draft 2020-12 applies them beside the reference. Returns
