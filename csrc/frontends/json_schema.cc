@@ -1292,7 +1292,15 @@ class SchemaCompiler {
         "uniqueItems", "propertyNames", "patternProperties", "not", "anyOf", "oneOf", "dependentRequired",
         kNotPattern, kMorePatterns};
     if (!kSelfContained.count(k)) return false;
-    if ((k == "minimum" || k == "maximum") && (!v.IsNumber() || !w->IsNumber())) return false;
+    if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") {
+      // Draft 4's boolean exclusive flags change what the sibling bound means.
+      for (const JsonValue* side : {&s, &within}) {
+        for (const char* flag : {"exclusiveMinimum", "exclusiveMaximum"}) {
+          if (const JsonValue* f = side->Find(flag); f && !f->IsNumber()) return false;
+        }
+      }
+      if (!v.IsNumber() || !w->IsNumber()) return false;
+    }
     return JsonEqual(*w, v);
   }
 
@@ -1622,7 +1630,7 @@ class SchemaCompiler {
     bool objects_only = true;  // every value both may hold is an object
     for (const auto& t : ta) objects_only = objects_only && (!tb.count(t) || t == "object");
     if (objects_only && (forbids(ra, pb) || forbids(rb, pa) || closed_to(ra, b) || closed_to(rb, a))) return true;
-    if (pa && pb && ra && rb && ra->IsArray() && rb->IsArray() && !ta.count("string") && !ta.count("number")) {
+    if (objects_only && pa && pb && ra && rb && ra->IsArray() && rb->IsArray()) {
       for (const JsonValue& name : ra->items) {
         bool in_b = false;
         for (const JsonValue& n : rb->items) in_b = in_b || JsonEqual(n, name);

@@ -402,6 +402,29 @@ static size_t GroupEnd(const std::string& p, size_t open) {
   return std::string::npos;
 }
 
+// Whether p[from..] has a `|` outside groups and classes: an alternative of its own.
+static bool HasTopLevelBar(const std::string& p, size_t from) {
+  int depth = 0;
+  bool in_class = false;
+  for (size_t i = from; i < p.size(); ++i) {
+    char c = p[i];
+    if (c == '\\') {
+      ++i;
+    } else if (in_class) {
+      in_class = c != ']';
+    } else if (c == '[') {
+      in_class = true;
+    } else if (c == '(') {
+      ++depth;
+    } else if (c == ')') {
+      --depth;
+    } else if (c == '|' && depth <= 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 size_t LeadingLookaheads(const std::string& pattern) {
   size_t i = 1;
   while (pattern.compare(0, 1, "^") == 0 && pattern.compare(i, 3, "(?!") == 0) {
@@ -409,6 +432,9 @@ size_t LeadingLookaheads(const std::string& pattern) {
     if (end == std::string::npos) break;
     i = end + 1;
   }
+  // `^(?!X)Y|Z`: the lookahead binds only the first alternative, which the rewrite below
+  // does not express; such a pattern stays refused (by the regex parser).
+  if (i > 1 && HasTopLevelBar(pattern, i)) return 0;
   return i > 1 ? i : 0;
 }
 

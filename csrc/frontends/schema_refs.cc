@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string_view>
 
 namespace xgr2 {
@@ -137,19 +138,35 @@ bool KeptBesideRef(const std::string& key) {
   return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return key == k; });
 }
 
-// Drafts 3-7: a schema with `$ref` is only that reference.
-void DropSiblings(JsonValue* s, bool map) {
+// Whether `keyword` came after `draft` (3-7), so that a validator of that draft ignores
+// it: Draft 6 added const, contains and propertyNames, Draft 7 if / then / else, Draft
+// 2019-09 and 2020-12 the rest.
+bool LaterThan(int draft, const std::string& keyword) {
+  static const std::set<std::string> kSince6 = {"const", "contains", "propertyNames"};
+  static const std::set<std::string> kSince7 = {"if", "then", "else"};
+  static const std::set<std::string> kSince2019 = {
+      "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains",
+      "maxContains", "prefixItems", "$dynamicRef", "$recursiveRef"};
+  return (draft < 6 && kSince6.count(keyword)) || (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword);
+}
+
+// Drafts 3-7: a schema with `$ref` is only that reference, and keywords of later drafts
+// mean nothing.
+void ReadAsDraft(JsonValue* s, bool map, int draft) {
   if (s->IsArray()) {
-    for (JsonValue& x : s->items) DropSiblings(&x, false);
+    for (JsonValue& x : s->items) ReadAsDraft(&x, false, draft);
     return;
   }
   if (!s->IsObject()) return;
-  if (!map && s->Find("$ref")) {
-    auto& m = s->members;
-    m.erase(std::remove_if(m.begin(), m.end(), [](const auto& kv) { return !KeptBesideRef(kv.first); }), m.end());
+  auto& m = s->members;
+  if (!map) {
+    bool ref = s->Find("$ref") != nullptr;
+    m.erase(std::remove_if(m.begin(), m.end(),
+                           [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || LaterThan(draft, kv.first); }),
+            m.end());
   }
-  for (auto& [k, v] : s->members) {
-    if (map || !IsSchemaData(k)) DropSiblings(&v, !map && IsSchemaMap(k));
+  for (auto& [k, v] : m) {
+    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft);
   }
 }
 
@@ -165,9 +182,9 @@ int DeclaredDraft(const JsonValue& root) {
 }
 
 bool DropRefSiblingsForOldDrafts(JsonValue* root) {
-  bool old = DeclaredDraft(*root) != 0;
-  if (old) DropSiblings(root, false);
-  return old;
+  int draft = DeclaredDraft(*root);
+  if (draft) ReadAsDraft(root, false, draft);
+  return draft != 0;
 }
 
 std::string ResolveUri(const std::string& base_text, const std::string& ref_text) {
