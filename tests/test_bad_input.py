@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -711,3 +712,12 @@ def test_error_messages_about_non_ascii_input_are_library_errors(text):
     # character and its conversion to str raised RuntimeError instead of SchemaError.
     with pytest.raises(xgr2.SchemaError, match="escape"):
         xgr2.Grammar.from_json_schema(text)
+
+
+def test_a_schema_whose_merges_multiply_is_a_bounded_error():
+    # SchemaStore's Web-Types schema (draft 4): its recursive contribution types, each an
+    # allOf of other recursive types, once took every byte of memory; now a SchemaError at
+    # the documented bound (docs/limits.md), after a few seconds.
+    schema = (Path(__file__).parent / "data" / "web_types_schema.json").read_text()
+    with pytest.raises(xgr2.SchemaError, match="merged subschemas"):
+        xgr2.Grammar.from_json_schema(schema)
