@@ -113,3 +113,30 @@ def test_a_lookahead_over_one_alternative_is_refused_not_misread():
     with pytest.raises(xgr2.SchemaError, match="lookaround"):
         xgr2.Grammar.from_json_schema({"type": "string", "pattern": "^(?!a)x|b"})
     xgr2.Grammar.from_json_schema({"type": "string", "pattern": "^(?!a|b)x"})  # one alternative: compiles
+
+
+def test_a_draft4_document_reads_id_not_dollar_id():
+    # Draft 4 knows `id`; a `$id` there is an unknown keyword (annotation), so it neither
+    # moves the base URI of the refs below it nor names a resource.
+    schema = {"$schema": DRAFT4, "id": "https://example.com/root.json",
+              "definitions": {"name": {"type": "string", "maxLength": 3}},
+              "type": "object",
+              "properties": {"a": {"$id": "/properties/a", "type": "object",
+                                   "properties": {"name": {"$id": "/properties/a/properties/name",
+                                                           "$ref": "#/definitions/name"}}}}}
+    grammar = xgr2.Grammar.from_json_schema(schema, any_whitespace=False)
+    state = xgr2.compile(grammar, BYTES).initial_state()
+    validator = jsonschema.Draft4Validator(schema)
+    for value in [{"a": {"name": "abc"}}, {"a": {"name": "abcd"}}, {"a": {"name": 1}}, {}]:
+        text = json.dumps(value, separators=(",", ":"))
+        assert accepts(state, text) == validator.is_valid(value), text
+
+
+def test_two_resources_of_one_id_are_an_error_naming_it():
+    schema = {"$id": "https://example.com/root.json",
+              "$defs": {"a": {"$id": "https://example.com/t", "type": "string"},
+                        "b": {"$id": "https://example.com/t", "type": "integer"}},
+              "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}
+    with pytest.raises(xgr2.SchemaError, match="two different schemas have the \\$id") as info:
+        xgr2.Grammar.from_json_schema(schema)
+    assert info.value.pointer == "/$defs/b/$id"

@@ -157,7 +157,7 @@ class SchemaCompiler {
   // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
   // Anchors are kept per resource (`base#name`; MakeRefsAbsolute made the `$id`s and
   // `$ref`s of a document with resources absolute) and by name alone.
-  void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false) {
+  void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false, const std::string& ptr = "") {
     if (s.IsObject()) {
       for (const std::string key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {  // id: draft 4
         const JsonValue* v = s.Find(key);
@@ -165,14 +165,20 @@ class SchemaCompiler {
         bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
         std::string name = anchor ? "#" + v->text : v->text;
         if (key == "$id" && name[0] != '#') base = name;
-        ids_[name] = &s;
+        auto [it, fresh] = ids_.emplace(name, &s);
+        // Two resources of one name: which one a `$ref` (or a pointer inside either) means
+        // is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique).
+        if (!fresh && key == "$id" && name[0] != '#' && it->second != &s && !JsonEqual(*it->second, s)) {
+          Fail("two different schemas have the " + key + " `" + RefForMessage(name) + "`", ptr + "/" + key);
+        }
+        it->second = &s;
         if (name[0] == '#') ids_[base + name] = &s;
       }
       for (const auto& [k, v] : s.members) {
-        if (map || !IsSchemaData(k)) IndexIds(v, base, !map && IsSchemaMap(k));
+        if (map || !IsSchemaData(k)) IndexIds(v, base, !map && IsSchemaMap(k), ptr + "/" + JsonPointerToken(k));
       }
     } else if (s.IsArray()) {
-      for (const JsonValue& item : s.items) IndexIds(item, base);
+      for (size_t i = 0; i < s.items.size(); ++i) IndexIds(s.items[i], base, false, ptr + "/" + std::to_string(i));
     }
   }
 

@@ -138,19 +138,20 @@ bool KeptBesideRef(const std::string& key) {
   return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return key == k; });
 }
 
-// Whether `keyword` came after `draft` (3-7), so that a validator of that draft ignores
-// it: Draft 6 added const, contains and propertyNames, Draft 7 if / then / else, Draft
+// Whether a validator of `draft` (3-7) ignores `keyword`: Draft 6 added const, contains
+// and propertyNames and renamed `id` to `$id`, Draft 7 added if / then / else, Draft
 // 2019-09 and 2020-12 the rest.
-bool LaterThan(int draft, const std::string& keyword) {
-  static const std::set<std::string> kSince6 = {"const", "contains", "propertyNames"};
+bool UnknownTo(int draft, const std::string& keyword) {
+  static const std::set<std::string> kSince6 = {"const", "contains", "propertyNames", "$id"};
   static const std::set<std::string> kSince7 = {"if", "then", "else"};
   static const std::set<std::string> kSince2019 = {
       "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains",
-      "maxContains", "prefixItems", "$dynamicRef", "$recursiveRef"};
-  return (draft < 6 && kSince6.count(keyword)) || (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword);
+      "maxContains", "prefixItems", "$dynamicRef", "$recursiveRef", "$anchor", "$dynamicAnchor"};
+  return (draft < 6 && kSince6.count(keyword)) || (draft >= 6 && keyword == "id") ||
+         (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword);
 }
 
-// Drafts 3-7: a schema with `$ref` is only that reference, and keywords of later drafts
+// Drafts 3-7: a schema with `$ref` is only that reference, and keywords of other drafts
 // mean nothing.
 void ReadAsDraft(JsonValue* s, bool map, int draft) {
   if (s->IsArray()) {
@@ -162,7 +163,7 @@ void ReadAsDraft(JsonValue* s, bool map, int draft) {
   if (!map) {
     bool ref = s->Find("$ref") != nullptr;
     m.erase(std::remove_if(m.begin(), m.end(),
-                           [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || LaterThan(draft, kv.first); }),
+                           [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || UnknownTo(draft, kv.first); }),
             m.end());
   }
   for (auto& [k, v] : m) {

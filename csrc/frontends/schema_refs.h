@@ -27,9 +27,10 @@ int DeclaredDraft(const JsonValue& root);
 // If the root's `$schema` names Draft 3, 4, 6 or 7, where the other keywords beside a
 // `$ref` are ignored, removes them, `$id` included (keeping `definitions` / `$defs`, which
 // refs may still name, and annotations). Draft 2020-12 applies them beside the reference.
-// Also removes the keywords that draft's validators do not know (const, contains and
-// propertyNames before Draft 6, if / then / else before Draft 7, the 2019-09 and 2020-12
-// keywords such as prefixItems and dependentRequired). Returns whether it did.
+// Also removes the keywords that draft's validators do not know (const, contains,
+// propertyNames and `$id` before Draft 6, `id` from Draft 6 on, if / then / else before
+// Draft 7, the 2019-09 and 2020-12 keywords such as prefixItems, dependentRequired and
+// `$anchor`). Returns whether it did.
 bool DropRefSiblingsForOldDrafts(JsonValue* root);
 
 // Keywords of a schema object whose values are data, not schemas (never walked for
