@@ -8,16 +8,14 @@ checks; each was unsound or wrongly narrower before):
   `maximum` mean, so they are never taken as implied by the other branch;
 - two branches apart by a property both require hold only for objects;
 - keywords a draft does not know (`const` before Draft 6, `if` before Draft 7,
-  `prefixItems` and `dependentRequired` before 2019-09) mean nothing under it;
-- the negation of a recursive oneOf branch is itself recursive, not unrolled.
+  `prefixItems` and `dependentRequired` before 2019-09) mean nothing under it.
 
 Each schema either compiles to a grammar that agrees with the validator on every
-instance listed (compact JSON, accepted in some key order), or is refused.
+instance listed (compact JSON, keys in the order written), or is refused.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import jsonschema
@@ -31,14 +29,21 @@ DRAFT4 = "http://json-schema.org/draft-04/schema#"
 DRAFT6 = "http://json-schema.org/draft-06/schema#"
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
-TREE = {"$defs": {"tree": {"type": "object", "properties": {"v": {"type": "integer"}, "kid": {"$ref": "#/$defs/tree"}},
-                          "required": ["v"]}},
-        "oneOf": [{"$ref": "#/$defs/tree"}, {"type": "object", "properties": {"kid": {"type": "object"}}}]}
-TREES = [{"v": 1}, {"v": 1, "kid": {"v": 2}}, {"v": 1, "kid": {}}, {"kid": {"v": 1}}, {"kid": {}}, {}, {"v": "x"},
-         {"v": 1, "kid": {"v": 1, "kid": {"v": "x"}}}, {"v": 1, "kid": {"v": 1, "kid": {}}}, {"kid": {"kid": {}}},
-         {"v": 1, "kid": 3}, {"kid": {"v": 1, "kid": {"v": 2, "kid": {"v": "y"}}}}]
+# A schema whose `if` is the schema itself: its negation (of `if`, and of the schema in a
+# oneOf or `not`) recurses into itself. A first attempt at writing such negations as
+# recursive ones read its own unfinished result: unsound here, and a stack overflow in
+# the oneOf. They must be refused or exact, never crash.
+SELF_IF = {"type": "object", "required": ["r"],
+           "properties": {"x": {"if": {"$ref": "#/$defs/A"}, "then": {"required": ["t"]},
+                                "else": {"required": ["e"]}}}}
+SELF_IF_DOCS = [{"r": 1, "x": {"r": 1, "e": 1, "x": {"e": 1}}}, {"r": 1, "x": {"e": 1}}, {"r": 1}, {"x": {}},
+                {"r": 1, "x": {"r": 1, "t": 1}}]
 
 CASES = [
+    ({"$defs": {"A": SELF_IF}, "$ref": "#/$defs/A"}, SELF_IF_DOCS),
+    ({"$defs": {"A": SELF_IF}, "not": {"$ref": "#/$defs/A"}}, SELF_IF_DOCS),
+    ({"$defs": {"A": SELF_IF}, "oneOf": [{"$ref": "#/$defs/A"}, {"type": "object", "required": ["r", "x"]}]},
+     SELF_IF_DOCS),
     ({"oneOf": [{"const": "ab"}, {"type": "string", "pattern": "^(?!a)|b"}]}, ["ab", "b", "x", "a"]),
     ({"oneOf": [{"enum": ["ab", "zz"]}, {"type": "string", "pattern": "^(?!a)x|b"}]}, ["ab", "zz", "x", "ax"]),
     ({"oneOf": [{"type": "object", "required": ["ab"], "properties": {"ab": {"const": 1}}},
@@ -67,14 +72,6 @@ CASES = [
      [[1], ["a"], [], [1, 2]]),
     ({"$schema": DRAFT7, "type": "object", "properties": {"const": {"type": "integer"}}, "const": {"const": 1}},
      [{"const": 1}, {"const": "x"}, {}]),
-    # A oneOf branch that is recursive: its negation is recursive too (a `$ref` of the
-    # compiler's own to the negation being written).
-    (TREE, TREES),
-    ({"$defs": {"node": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0},
-                                                          "next": {"$ref": "#/$defs/node"}}}},
-      "oneOf": [{"$ref": "#/$defs/node"}, {"type": "object", "properties": {"n": {"type": "integer", "maximum": 3}}}]},
-     [{}, {"n": 1}, {"n": 5}, {"n": -1}, {"n": 1, "next": {"n": -2}}, {"n": 5, "next": {"n": -2}},
-      {"next": {"next": {"n": -1}}}, {"n": -1, "next": {"n": 1}}, {"n": 2, "next": 4}]),
 ]
 
 
@@ -87,26 +84,8 @@ def test_grammar_agrees_with_the_drafts_validator_or_refuses(schema, instances):
     state = xgr2.compile(grammar, BYTES).initial_state()
     validator = jsonschema.validators.validator_for(schema)(schema)
     for value in instances:
-        accepted = any(accepts(state, text) for text in spellings(value))
-        assert accepted == validator.is_valid(value), (schema, value)
-
-
-def spellings(value) -> list[str]:
-    """Compact JSON texts of `value` in every key order (the grammar writes keys in the
-    order its schema declares them, which a merge of branches may change)."""
-    if not isinstance(value, dict):
-        return [json.dumps(value, separators=(",", ":"))]
-    out = []
-    for items in itertools.permutations(value.items()):
-        for texts in itertools.product(*(spellings(v) for _, v in items)):
-            out.append("{" + ",".join(json.dumps(k) + ":" + t for (k, _), t in zip(items, texts)) + "}")
-    return out
-
-
-def test_recursive_negations_compile():
-    # Both used to unroll the recursion until "merges nested too deeply".
-    for schema, _ in CASES[-2:]:
-        xgr2.Grammar.from_json_schema(schema, strict=False)
+        text = json.dumps(value, separators=(",", ":"))
+        assert accepts(state, text) == validator.is_valid(value), (schema, text)
 
 
 def test_a_lookahead_over_one_alternative_is_refused_not_misread():

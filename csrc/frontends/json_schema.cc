@@ -1135,33 +1135,7 @@ class SchemaCompiler {
     const JsonValue* flat = s0.IsObject() ? Flatten(&s0, ptr, depth + 1) : &s0;
     if (flat->IsBool()) return BoolSchema(!flat->boolean);
     if (!flat->IsObject()) return std::nullopt;
-    // A recursive schema's negation is recursive too: met again while it is being written,
-    // it is named by a `$ref` to a schema of this compiler's own, filled in once written
-    // (`false` until then, and if writing it fails: never wider).
-    // By content: merged copies of a recursive schema meet their own copies again.
-    size_t hash = JsonHash(*flat) * 31 + (within ? JsonHash(*within) : 0);
-    for (PendingNegation& p : negating_) {
-      bool same_within = p.within == within || (p.within && within && JsonIdentical(*p.within, *within));
-      if (p.hash != hash || !same_within || !JsonIdentical(*p.flat, *flat)) continue;
-      if (!p.target) {
-        owned_.push_back(BoolSchema(false));
-        p.target = &owned_.back();
-        p.uri = "xgr2:negation/" + std::to_string(negation_refs_++);
-        ids_[p.uri] = p.target;
-      }
-      return Obj({{"$ref", Str(p.uri)}});
-    }
-    negating_.push_back({hash, flat, within, nullptr, ""});
-    std::optional<JsonValue> neg = NegationOfFlat(*flat, ptr, depth, within);
-    PendingNegation done = std::move(negating_.back());
-    negating_.pop_back();
-    if (done.target && neg) *done.target = *neg;
-    return neg;
-  }
-
-  // Negation of a flattened schema object.
-  std::optional<JsonValue> NegationOfFlat(const JsonValue& s, const std::string& ptr, int depth,
-                                          const JsonValue* within) {
+    const JsonValue& s = *flat;
     std::vector<JsonValue> branches;
     auto of_type = [](const char* type, std::vector<std::pair<std::string, JsonValue>> members) {
       members.emplace_back("type", Str(type));
@@ -2633,16 +2607,6 @@ class SchemaCompiler {
   std::vector<std::string> warnings_;
   int not_depth_ = 0;  // NotSchema calls in progress
   int disjoint_depth_ = 0;  // Disjoint calls looking into anyOf / oneOf branches
-  // Negations being written (see Negation), innermost last.
-  struct PendingNegation {
-    size_t hash;  // of the flattened schema and `within`
-    const JsonValue* flat;
-    const JsonValue* within;
-    JsonValue* target;  // where a recursive reference points, once one is made
-    std::string uri;
-  };
-  std::vector<PendingNegation> negating_;
-  int negation_refs_ = 0;
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
 };
 
