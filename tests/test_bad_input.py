@@ -719,5 +719,19 @@ def test_a_schema_whose_merges_multiply_is_a_bounded_error():
     # allOf of other recursive types, once took every byte of memory; now a SchemaError at
     # the documented bound (docs/limits.md), after a few seconds.
     schema = (Path(__file__).parent / "data" / "web_types_schema.json").read_text()
-    with pytest.raises(xgr2.SchemaError, match="merged subschemas"):
+    with pytest.raises(xgr2.SchemaError, match="merged subschemas|million JSON values"):
         xgr2.Grammar.from_json_schema(schema)
+
+
+def test_merges_that_multiply_through_properties_are_a_bounded_error():
+    # An acyclic allOf chain whose recursion goes through properties: each copy is large,
+    # so the bound on values copied (not on copies kept) stops it, at a few GB.
+    n = 17
+    defs = {}
+    for i in range(n):
+        parts = [{"$ref": f"#/$defs/t{j}"} if j < n else {"type": "object"} for j in (i + 1, i + 2, i + 3)]
+        parts.append({"type": "object", "properties": {f"p{i}": {"$ref": f"#/$defs/t{(7 * i + 3) % n}"},
+                                                       f"q{i}": {"enum": ["v0v0v0"]}}})
+        defs[f"t{i}"] = {"allOf": parts}
+    with pytest.raises(xgr2.SchemaError, match="million JSON values"):
+        xgr2.Grammar.from_json_schema({"$defs": defs, "$ref": "#/$defs/t0"})

@@ -72,6 +72,20 @@ CASES = [
      [[1], ["a"], [], [1, 2]]),
     ({"$schema": DRAFT7, "type": "object", "properties": {"const": {"type": "integer"}}, "const": {"const": 1}},
      [{"const": 1}, {"const": "x"}, {}]),
+    # A subschema's own `$schema` sets its draft (and that of the schemas below it).
+    ({"$schema": DRAFT4, "type": "object",
+      "properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema", "const": 1}}},
+     [{"a": 2}, {"a": 1}]),
+    ({"$schema": DRAFT4, "type": "object",
+      "properties": {"a": {"$schema": DRAFT7, "if": {"type": "integer"}, "then": {"minimum": 3}}}},
+     [{"a": 1}, {"a": 4}, {"a": "x"}]),
+    ({"type": "object", "properties": {"a": {"$schema": DRAFT4, "type": "integer", "enum": [1, 2]}}},
+     [{"a": 1}, {"a": 1.0}, {"a": 3}]),
+    # Only the meta-schema URIs themselves name a draft (as jsonschema reads `$schema`).
+    *[({"$schema": uri, "const": 1}, [1, 2])
+      for uri in ["https://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-04/hyper-schema#",
+                  "http://json-schema.org/draft-04/schema?x", "http://example.com/json-schema.org/draft-04/x",
+                  "http://json-schema.org/draft-04/schema", DRAFT4]],
 ]
 
 

@@ -35,9 +35,13 @@ constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are r
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 constexpr int kMaxDisjointDepth = 3;   // Disjoint looks this many anyOf / oneOf levels deep
+constexpr int kMaxDisjointNesting = 8; // Disjoint calls inside one another (through merges)
 // Merged subschema copies one compile may make (the largest real-world schema seen, 0.2M;
 // past 0.5M about 2 GB of memory).
 constexpr size_t kMaxKeptSchemas = 500000;
+// JSON values one compile may copy (merges copy subschemas whole): the largest of 800
+// real-world schemas copies 12.6M (about 1 s); 30M is some 3 GB and 8 s of copying.
+constexpr int64_t kMaxCopiedValues = 30000000;
 
 // Internal keywords for the string languages that plain keywords cannot say, compiled
 // through regex_dfa.h: `not pattern` (strings matching none of the listed patterns) and
@@ -119,10 +123,10 @@ class SchemaCompiler {
     IndexIds(root_);
   }
 
-  // The draft the document declares (DeclaredDraft, read before its `$ref` siblings go).
   // Draft 3 / 4 call only a number without fraction or exponent an integer (their
-  // validators reject 1.0 for `integer`), so listed integral numbers keep integer syntax.
-  void SetDraft(int draft) { text_.SetIntegralAsIntegers(draft == 3 || draft == 4); }
+  // validators reject 1.0 for `integer`): where any schema is read as one of them,
+  // listed integral numbers keep integer syntax (everywhere: narrower elsewhere).
+  void SetIntegralAsIntegers(bool on) { text_.SetIntegralAsIntegers(on); }
 
   // Builds the rule `root` (rule 0) and returns its id.
   int32_t CompileRoot() {
@@ -274,10 +278,16 @@ class SchemaCompiler {
   // ---------------------------------------------------------------- merging (allOf)
   const JsonValue* Keep(JsonValue v) {
     // Merged copies of a recursive schema can multiply without end (each level merging
-    // the next one's allOf anew): a bound instead of memory exhaustion.
+    // the next one's allOf anew): bounds on the copies kept and on the values copied,
+    // instead of memory exhaustion.
     if (owned_.size() >= kMaxKeptSchemas) {
       Fail("the schema expands past " + std::to_string(kMaxKeptSchemas) +
                " merged subschemas (allOf / $ref merges of a recursive schema?)",
+           "");
+    }
+    if (JsonValue::CopiedOnThisThread() - copied_at_start_ > kMaxCopiedValues) {
+      Fail("the schema's merges copy more than " + std::to_string(kMaxCopiedValues / 1000000) +
+               " million JSON values (allOf / $ref merges of a recursive schema?)",
            "");
     }
     owned_.push_back(std::move(v));
@@ -1547,6 +1557,16 @@ class SchemaCompiler {
 
   bool Disjoint(const JsonValue& a, const JsonValue& b) {
     if (a.IsBool() || b.IsBool()) return (a.IsBool() && !a.boolean) || (b.IsBool() && !b.boolean);
+    // Disjoint flattens subschemas afresh (depth 0), whose merges may ask Disjoint again:
+    // past a few nested calls, "not proven apart" (always a safe answer).
+    if (disjoint_depth_ >= kMaxDisjointNesting) return false;
+    ++disjoint_depth_;
+    bool apart = DisjointFlat(a, b);
+    --disjoint_depth_;
+    return apart;
+  }
+
+  bool DisjointFlat(const JsonValue& a, const JsonValue& b) {
     std::set<std::string> ta = PossibleTypes(a, 0), tb = PossibleTypes(b, 0);
     bool overlap = false;
     for (const auto& t : ta) overlap = overlap || tb.count(t);
@@ -1586,16 +1606,14 @@ class SchemaCompiler {
     if ((finite_a && rejected_by(va, b)) || (finite_b && rejected_by(vb, a))) return true;
     // A side whose values all meet one of its anyOf / oneOf branches, each apart from the
     // other side (bounded: branches of branches are looked into a few levels deep).
-    if (disjoint_depth_ < kMaxDisjointDepth) {
+    if (disjoint_depth_ <= kMaxDisjointDepth) {
       for (const JsonValue* side : {&a, &b}) {
         const JsonValue& other = side == &a ? b : a;
         for (const char* k : {"anyOf", "oneOf"}) {
           const JsonValue* branches = side->Find(k);
           if (!branches || !branches->IsArray() || branches->items.empty()) continue;
-          ++disjoint_depth_;
           bool apart = true;
           for (const JsonValue& br : branches->items) apart = apart && Disjoint(*Flatten(&br, "", 0), other);
-          --disjoint_depth_;
           if (apart) return true;
         }
       }
@@ -2606,7 +2624,8 @@ class SchemaCompiler {
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
   int not_depth_ = 0;  // NotSchema calls in progress
-  int disjoint_depth_ = 0;  // Disjoint calls looking into anyOf / oneOf branches
+  int disjoint_depth_ = 0;  // Disjoint calls in progress
+  int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
 };
 
@@ -2619,12 +2638,12 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
-  int draft = DeclaredDraft(root);
-  DropRefSiblingsForOldDrafts(&root);
+  bool draft34 = false;
+  DropRefSiblingsForOldDrafts(&root, &draft34);
   MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
-  compiler.SetDraft(draft);
+  compiler.SetIntegralAsIntegers(draft34);
   g->root = compiler.CompileRoot();
   CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};

@@ -151,23 +151,36 @@ bool UnknownTo(int draft, const std::string& keyword) {
          (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword);
 }
 
+// The draft (3, 4, 6 or 7) of a `$schema` URI, exactly as those drafts name their
+// meta-schemas (`#` or not); 0 for any other, which reads as Draft 2020-12.
+int DraftOfUri(std::string uri) {
+  if (!uri.empty() && uri.back() == '#') uri.pop_back();
+  for (int draft : {3, 4, 6, 7}) {
+    if (uri == "http://json-schema.org/draft-0" + std::to_string(draft) + "/schema") return draft;
+  }
+  return 0;
+}
+
 // Drafts 3-7: a schema with `$ref` is only that reference, and keywords of other drafts
-// mean nothing.
-void ReadAsDraft(JsonValue* s, bool map, int draft) {
+// mean nothing. A `$schema` sets the draft of the schema it stands in and of those below.
+void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft34) {
   if (s->IsArray()) {
-    for (JsonValue& x : s->items) ReadAsDraft(&x, false, draft);
+    for (JsonValue& x : s->items) ReadAsDraft(&x, false, draft, draft34);
     return;
   }
   if (!s->IsObject()) return;
   auto& m = s->members;
   if (!map) {
-    bool ref = s->Find("$ref") != nullptr;
-    m.erase(std::remove_if(m.begin(), m.end(),
-                           [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || UnknownTo(draft, kv.first); }),
-            m.end());
+    if (const JsonValue* d = s->Find("$schema"); d && d->IsString()) draft = DraftOfUri(d->text);
+    if (draft == 3 || draft == 4) *draft34 = true;
+    if (draft) {
+      bool ref = s->Find("$ref") != nullptr;
+      auto unknown = [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || UnknownTo(draft, kv.first); };
+      m.erase(std::remove_if(m.begin(), m.end(), unknown), m.end());
+    }
   }
   for (auto& [k, v] : m) {
-    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft);
+    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft, draft34);
   }
 }
 
@@ -175,17 +188,14 @@ void ReadAsDraft(JsonValue* s, bool map, int draft) {
 
 int DeclaredDraft(const JsonValue& root) {
   const JsonValue* schema = root.IsObject() ? root.Find("$schema") : nullptr;
-  if (!schema || !schema->IsString() || schema->text.find("json-schema.org") == std::string::npos) return 0;
-  for (int draft : {3, 4, 6, 7}) {
-    if (schema->text.find("/draft-0" + std::to_string(draft) + "/") != std::string::npos) return draft;
-  }
-  return 0;
+  return schema && schema->IsString() ? DraftOfUri(schema->text) : 0;
 }
 
-bool DropRefSiblingsForOldDrafts(JsonValue* root) {
-  int draft = DeclaredDraft(*root);
-  if (draft) ReadAsDraft(root, false, draft);
-  return draft != 0;
+bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft34) {
+  bool any34 = false;
+  ReadAsDraft(root, false, 0, &any34);
+  if (draft34) *draft34 = any34;
+  return DeclaredDraft(*root) != 0;
 }
 
 std::string ResolveUri(const std::string& base_text, const std::string& ref_text) {

@@ -280,8 +280,8 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
                       const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
-  JsonValue copy = schema;  // Draft 3-7: keywords beside a $ref do not count (as in JSON)
-  const JsonValue& read = DropRefSiblingsForOldDrafts(&copy) ? copy : schema;
+  JsonValue read = schema;  // read as its declared drafts (keywords beside a Draft 3-7 $ref do not count)
+  DropRefSiblingsForOldDrafts(&read);
   return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path);
 }
 

@@ -7,6 +7,9 @@
 #include "support/utf8.h"
 
 namespace xgr2 {
+
+thread_local int64_t JsonValue::copied_on_thread_ = 0;
+
 namespace {
 
 class JsonReader {

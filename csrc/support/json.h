@@ -16,6 +16,24 @@ struct JsonValue {
   std::vector<JsonValue> items;                             // kArray
   std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in document order
 
+  JsonValue() = default;
+  // Copies are deep: each copied value counts in CopiedOnThisThread (a front end bounds
+  // its work by it, as merged copies of a recursive schema can multiply).
+  JsonValue(const JsonValue& other)
+      : kind(other.kind), boolean(other.boolean), text(other.text), items(other.items), members(other.members) {
+    ++copied_on_thread_;
+  }
+  JsonValue(JsonValue&&) noexcept = default;
+  JsonValue& operator=(const JsonValue& other) {
+    if (this != &other) *this = JsonValue(other);
+    return *this;
+  }
+  JsonValue& operator=(JsonValue&&) noexcept = default;
+  ~JsonValue() = default;
+
+  // Values copied on this thread so far (see the copy constructor).
+  static int64_t CopiedOnThisThread() { return copied_on_thread_; }
+
   bool IsObject() const { return kind == Kind::kObject; }
   bool IsArray() const { return kind == Kind::kArray; }
   bool IsString() const { return kind == Kind::kString; }
@@ -23,6 +41,9 @@ struct JsonValue {
   bool IsBool() const { return kind == Kind::kBool; }
   // The member `key` of an object (the last one if repeated), or nullptr.
   const JsonValue* Find(const std::string& key) const;
+
+ private:
+  static thread_local int64_t copied_on_thread_;
 };
 
 // Throws std::invalid_argument with "line L, column C: what" for malformed text, and
