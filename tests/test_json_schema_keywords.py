@@ -69,7 +69,8 @@ KEYWORDS = [
     ("maximum", "exact", {"type": "integer", "maximum": 10**40}, ""),
     ("exclusiveMinimum", "exact", {"type": "number", "exclusiveMinimum": 0}, "also Draft 4's boolean form"),
     ("exclusiveMaximum", "exact", {"type": "number", "exclusiveMaximum": 1}, ""),
-    ("multipleOf", "exact", {"type": "number", "multipleOf": 0.25}, "refused above 4000 automaton states"),
+    ("multipleOf", "exact", {"type": "number", "multipleOf": 0.25},
+     "refused above 4000 automaton states; two in an allOf: their least common multiple"),
     ("anyOf", "exact", {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "keywords beside it apply to every branch"),
     ("oneOf", "exact", {"oneOf": [{"type": "string"}, {"type": "integer"}]},
      "branches that may overlap as anyOf [bi and not bj for each bj it may overlap]; provably disjoint pairs "

@@ -949,6 +949,8 @@ class SchemaCompiler {
         }
         if (arr.items.empty()) return BoolSchema(false);
         return Obj({{k, arr}});
+      } else if (k == "multipleOf" && mine->IsNumber() && v.IsNumber() && LeastCommonMultiple(mine->text, v.text)) {
+        set(k, Num(*LeastCommonMultiple(mine->text, v.text)));  // a multiple of both
       } else if (k == "not") {
         const JsonValue *ea = OnlyEnum(*mine), *eb = OnlyEnum(v);
         if (ea && eb) {  // not in A and not in B: not in A + B
@@ -968,6 +970,34 @@ class SchemaCompiler {
     ConstrainOtherPatterns(a, b, &out, ptr);
     ConstrainOtherPatterns(b, a, &out, ptr);
     return out;
+  }
+
+  // The least common multiple of two positive decimals (a multiple of both is a multiple
+  // of it: with both scaled to integers p / 10^e and q / 10^e, lcm(p, q) / 10^e), as a
+  // JSON number; nullopt when either is not positive or the result needs over 36 digits.
+  static std::optional<std::string> LeastCommonMultiple(const std::string& a, const std::string& b) {
+    DecimalNumber x = ParseDecimal(a), y = ParseDecimal(b);
+    if (x.negative || y.negative || x.digits.empty() || y.digits.empty()) return std::nullopt;
+    int64_t e = std::min(x.exponent, y.exponent);
+    using Wide = unsigned __int128;
+    const Wide kLimit = Wide{1000000000000000000ull} * 1000000000000000000ull;  // 10^36
+    auto scaled = [&](const DecimalNumber& d) -> std::optional<Wide> {
+      if (d.digits.size() + static_cast<size_t>(d.exponent - e) > 36) return std::nullopt;
+      Wide n = 0;
+      for (char c : d.digits) n = n * 10 + static_cast<unsigned>(c - '0');
+      for (int64_t i = e; i < d.exponent; ++i) n *= 10;
+      return n;
+    };
+    std::optional<Wide> p = scaled(x), q = scaled(y);
+    if (!p || !q) return std::nullopt;
+    Wide g = *p, h = *q;
+    while (h) g %= h, std::swap(g, h);
+    Wide m = *p / g;
+    if (m > kLimit / *q) return std::nullopt;
+    m *= *q;
+    std::string digits;
+    for (; m; m /= 10) digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(m % 10)));
+    return e == 0 ? digits : digits + "e" + std::to_string(e);
   }
 
   // The item keywords of one schema, read as ArrayExpr reads them: a prefix of
