@@ -81,6 +81,29 @@ CASES = [
      [{"a": 1}, {"a": 4}, {"a": "x"}]),
     ({"type": "object", "properties": {"a": {"$schema": DRAFT4, "type": "integer", "enum": [1, 2]}}},
      [{"a": 1}, {"a": 1.0}, {"a": 3}]),
+    ({"$schema": DRAFT4, "definitions": {"A": {"const": 1}}, "type": "object",
+      "properties": {"p": {"$schema": "https://json-schema.org/draft/2020-12/schema", "$ref": "#/definitions/A"}}},
+     [{"p": 2}, {"p": 1}]),
+    ({"type": "object", "properties": {"p": {"$schema": DRAFT4, "$ref": "#/$defs/B", "maxLength": 1}},
+      "$defs": {"B": {}}}, [{"p": "xx"}, {"p": "x"}]),
+    # jsonschema normalises the URI (scheme case, spaces, empty query / fragment).
+    *[({"$schema": uri, "type": "integer", "enum": [1, 2]}, [1, 1.0, 3])
+      for uri in ["HTTP://json-schema.org/draft-04/schema#", " http://json-schema.org/draft-04/schema",
+                  "http://json-schema.org/draft-04/schema?#", "http://json-schema.org/draft-04/sch\tema"]],
+    # Draft 4's `id` sets the base URI (and `$id` means nothing there); `id` means nothing
+    # in later drafts.
+    ({"$schema": DRAFT4, "id": "http://x.com/root.json", "definitions": {"a": {"type": "integer"}}, "type": "object",
+      "properties": {"p": {"id": "http://x.com/other.json", "definitions": {"a": {"type": "string"}},
+                           "type": "object", "properties": {"q": {"$ref": "#/definitions/a"}}}}},
+     [{"p": {"q": 1}}, {"p": {"q": "s"}}]),
+    ({"$id": "http://x/a.json", "type": "object", "properties": {"p": {"$ref": "a.json"}},
+      "$defs": {"d": {"id": "http://x/a.json"}}}, [{"p": 1}, {"p": {}}]),
+    # Draft 2019-09: prefixItems is unknown there.
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "array",
+      "prefixItems": [{"type": "string"}], "items": {"type": "integer"}}, [["a"], [1], []]),
+    # Draft 3: refused, not read as a later draft.
+    ({"$schema": "http://json-schema.org/draft-03/schema#", "type": "object",
+      "properties": {"a": {"required": True}}}, [{}, {"a": 1}]),
     # Only the meta-schema URIs themselves name a draft (as jsonschema reads `$schema`).
     *[({"$schema": uri, "const": 1}, [1, 2])
       for uri in ["https://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-04/hyper-schema#",
@@ -125,11 +148,23 @@ def test_a_draft4_document_reads_id_not_dollar_id():
         assert accepts(state, text) == validator.is_valid(value), text
 
 
-def test_two_resources_of_one_id_are_an_error_naming_it():
-    schema = {"$id": "https://example.com/root.json",
-              "$defs": {"a": {"$id": "https://example.com/t", "type": "string"},
-                        "b": {"$id": "https://example.com/t", "type": "integer"}},
-              "anyOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/b"}]}
-    with pytest.raises(xgr2.SchemaError, match="two different schemas have the \\$id") as info:
-        xgr2.Grammar.from_json_schema(schema)
-    assert info.value.pointer == "/$defs/b/$id"
+def test_an_id_of_two_schemas_is_an_error_where_a_reference_needs_it():
+    both = {"$id": "https://example.com/root.json",
+            "$defs": {"a": {"$id": "https://example.com/t", "type": "string"},
+                      "b": {"$id": "https://example.com/t", "type": "integer"}}}
+    xgr2.Grammar.from_json_schema({**both, "type": "integer"})  # never referred to: fine
+    with pytest.raises(xgr2.SchemaError, match="the \\$id of two different schemas"):
+        xgr2.Grammar.from_json_schema({**both, "$ref": "https://example.com/t"})
+    # In an example (not a schema keyword), a copy of the document's own $id changes nothing.
+    xgr2.Grammar.from_json_schema({"$id": "http://x/a.json", "type": "object",
+                                   "properties": {"p": {"example": {"$id": "http://x/a.json", "name": "foo"}}}})
+
+
+def test_mixed_drafts_and_draft3_are_refused_with_the_pointer():
+    with pytest.raises(xgr2.SchemaError, match="mixed drafts") as info:
+        xgr2.Grammar.from_json_schema({"$schema": DRAFT4, "properties": {"a": {"$schema": DRAFT7}}})
+    assert info.value.pointer == "/properties/a/$schema"
+    with pytest.raises(xgr2.SchemaError, match="Draft 3"):
+        xgr2.Grammar.from_json_schema({"$schema": "http://json-schema.org/draft-03/schema#"})
+    # The document's own draft repeated below is fine.
+    xgr2.Grammar.from_json_schema({"$schema": DRAFT7, "properties": {"a": {"$schema": DRAFT7, "type": "string"}}})

@@ -83,7 +83,10 @@ KEYWORDS = [
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
      "JSON pointers (with ~0 ~1 and %-escapes), $anchor, recursion; resolved against the base URI of the resource it stands in "
      "(RFC 3986, the nearest `$id`), so `#/$defs/x` under an embedded `$id` names that resource's `$defs`; other documents are refused. Keywords beside a `$ref` apply too, "
-     "except when the root's `$schema` names Draft 3, 4, 6 or 7, which ignore them (`$id` included)"),
+     "except under a `$schema` of Draft 4, 6 or 7, which ignore them (`$id` included). Drafts: the `$schema` URI "
+     "of Draft 4, 6, 7 or 2019-09 (else 2020-12) sets which keywords exist (Draft 4's `id` is `$id`); a subschema "
+     "naming another draft than the document, and Draft 3, are refused; a `$ref` into an `$id` that two "
+     "different schemas have is an error"),
     ("$defs", "exact", {"$defs": {"a": {}}}, "also `definitions`"),
     ("if", "exact", {"if": {"properties": {"k": {"const": "a"}}, "required": ["k"]}, "then": {"required": ["n"]}, "else": {"maxProperties": 1}},
      "with then / else, as anyOf [if and then, (not if) and else]; `not if` as for `not`, refused where it cannot be written; "

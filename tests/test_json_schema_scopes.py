@@ -185,12 +185,11 @@ def test_keywords_beside_a_ref_follow_the_declared_draft(draft, validator_cls):
 
 @pytest.mark.parametrize("draft, validator_cls", [
     ("http://json-schema.org/draft-04/schema#", jsonschema.Draft4Validator),
-    ("http://json-schema.org/draft-03/schema#", jsonschema.Draft3Validator),
     ("http://json-schema.org/draft-07/schema#", jsonschema.Draft7Validator),
     ("https://json-schema.org/draft/2020-12/schema", jsonschema.Draft202012Validator),
 ])
 def test_listed_integers_follow_the_declared_drafts_integer(draft, validator_cls):
-    # Draft 3 / 4 validators reject 1.0 for `integer`; Draft 6 and later accept it. Texts,
+    # Draft 4 validators reject 1.0 for `integer`; Draft 6 and later accept it. Texts,
     # not values: json.dumps would write 1.0 back as the text it came from.
     schemas = [
         {"type": "integer", "enum": [1, 2.0, 0, 100]},

@@ -123,7 +123,7 @@ class SchemaCompiler {
     IndexIds(root_);
   }
 
-  // Draft 3 / 4 call only a number without fraction or exponent an integer (their
+  // Draft 4 calls only a number without fraction or exponent an integer (its
   // validators reject 1.0 for `integer`): where any schema is read as one of them,
   // listed integral numbers keep integer syntax (everywhere: narrower elsewhere).
   void SetIntegralAsIntegers(bool on) { text_.SetIntegralAsIntegers(on); }
@@ -163,7 +163,7 @@ class SchemaCompiler {
   // `$ref`s of a document with resources absolute) and by name alone.
   void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false, const std::string& ptr = "") {
     if (s.IsObject()) {
-      for (const std::string key : {"$id", "id", "$anchor", "$dynamicAnchor"}) {  // id: draft 4
+      for (const std::string key : {"$id", "$anchor", "$dynamicAnchor"}) {  // Draft 4's id: made $id (ReadAsDraft)
         const JsonValue* v = s.Find(key);
         if (map || !v || !v->IsString() || v->text.empty()) continue;  // map: names, not keywords
         bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
@@ -171,9 +171,10 @@ class SchemaCompiler {
         if (key == "$id" && name[0] != '#') base = name;
         auto [it, fresh] = ids_.emplace(name, &s);
         // Two resources of one name: which one a `$ref` (or a pointer inside either) means
-        // is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique).
+        // is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique); a
+        // reference that needs it is an error (Resolve).
         if (!fresh && key == "$id" && name[0] != '#' && it->second != &s && !JsonEqual(*it->second, s)) {
-          Fail("two different schemas have the " + key + " `" + RefForMessage(name) + "`", ptr + "/" + key);
+          ambiguous_ids_.insert(name);
         }
         it->second = &s;
         if (name[0] == '#') ids_[base + name] = &s;
@@ -263,6 +264,11 @@ class SchemaCompiler {
         }
       }
       if (!node) Fail("$ref `" + RefForMessage(ref) + "` names a document that is not in this schema", ptr);
+      if (ambiguous_ids_.count(base)) {
+        Fail("$ref `" + RefForMessage(ref) + "` is resolved in `" + RefForMessage(base) +
+                 "`, the $id of two different schemas",
+             ptr);
+      }
     }
     if (!frag.empty() && frag[0] != '/') {
       auto it = ids_.find(base + "#" + frag);
@@ -2648,6 +2654,7 @@ class SchemaCompiler {
   std::multimap<std::pair<uint64_t, int>, std::pair<const JsonValue*, int32_t>> memo_by_content_;
   std::unordered_map<std::string, CharDfa> pattern_dfas_;  // SearchDfa
   std::map<std::string, const JsonValue*> ids_;
+  std::set<std::string> ambiguous_ids_;  // $ids that two different schemas have
   std::map<std::string, int32_t> formats_;
   std::map<const JsonValue*, const JsonValue*> flattened_;
   std::map<const JsonValue*, const JsonValue*> rewritten_;  // WithoutUnevaluated
@@ -2668,12 +2675,12 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
-  bool draft34 = false;
-  DropRefSiblingsForOldDrafts(&root, &draft34);
+  bool draft4 = false;
+  DropRefSiblingsForOldDrafts(&root, &draft4);
   MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
-  compiler.SetIntegralAsIntegers(draft34);
+  compiler.SetIntegralAsIntegers(draft4);
   g->root = compiler.CompileRoot();
   CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};

@@ -55,7 +55,7 @@ class JsonText {
   // The JSON text of a value (const / enum), objects in their key order.
   int32_t Value(const JsonValue& v, int depth);
   // Whether Value writes an integral number in integer syntax only ("2" for 2.0 or 2e0,
-  // not also "2.0"): Draft 3 / 4 call only such a number an integer.
+  // not also "2.0"): Draft 4 calls only such a number an integer.
   void SetIntegralAsIntegers(bool on) { integral_as_integers_ = on; }
 
  private:

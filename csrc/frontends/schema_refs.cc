@@ -5,6 +5,8 @@
 #include <set>
 #include <string_view>
 
+#include "xgr2/errors.h"
+
 namespace xgr2 {
 namespace {
 
@@ -138,49 +140,91 @@ bool KeptBesideRef(const std::string& key) {
   return std::any_of(std::begin(kKept), std::end(kKept), [&](const char* k) { return key == k; });
 }
 
-// Whether a validator of `draft` (3-7) ignores `keyword`: Draft 6 added const, contains
-// and propertyNames and renamed `id` to `$id`, Draft 7 added if / then / else, Draft
-// 2019-09 and 2020-12 the rest.
+// Drafts by number: 3, 4, 6, 7, kDraft2019 (2019-09), and 0 for Draft 2020-12 (or a
+// `$schema` xgr2 does not know, which reads as the latest draft, as jsonschema reads it).
+constexpr int kDraft2019 = 2019;
+
+// Whether a validator of `draft` ignores `keyword`: Draft 6 added const, contains and
+// propertyNames and renamed `id` to `$id`, Draft 7 added if / then / else, Draft 2019-09
+// the dependent* / unevaluated* / min- and maxContains keywords and `$anchor`, Draft
+// 2020-12 prefixItems and the dynamic references.
 bool UnknownTo(int draft, const std::string& keyword) {
   static const std::set<std::string> kSince6 = {"const", "contains", "propertyNames", "$id"};
   static const std::set<std::string> kSince7 = {"if", "then", "else"};
   static const std::set<std::string> kSince2019 = {
       "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains",
-      "maxContains", "prefixItems", "$dynamicRef", "$recursiveRef", "$anchor", "$dynamicAnchor"};
+      "maxContains", "$recursiveRef", "$anchor"};
+  static const std::set<std::string> kSince2020 = {"prefixItems", "$dynamicRef", "$dynamicAnchor"};
+  if (draft == 0) return false;
+  if (draft == kDraft2019) return keyword == "id" || kSince2020.count(keyword);
   return (draft < 6 && kSince6.count(keyword)) || (draft >= 6 && keyword == "id") ||
-         (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword);
+         (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword) || kSince2020.count(keyword);
 }
 
-// The draft (3, 4, 6 or 7) of a `$schema` URI, exactly as those drafts name their
-// meta-schemas (`#` or not); 0 for any other, which reads as Draft 2020-12.
-int DraftOfUri(std::string uri) {
+// The draft a `$schema` URI names: its meta-schema's URI once normalised as jsonschema
+// normalises it (no tabs or line breaks, no surrounding spaces, the scheme in lower
+// case, no empty query or fragment); 0 for any other.
+int DraftOfUri(const std::string& text) {
+  std::string uri;
+  for (char c : text) {
+    if (c != '\t' && c != '\r' && c != '\n') uri += c;
+  }
+  size_t first = uri.find_first_not_of(" \f\v"), last = uri.find_last_not_of(" \f\v");
+  uri = first == std::string::npos ? "" : uri.substr(first, last - first + 1);
+  for (char& c : uri) {
+    if (c == ':') break;
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
   if (!uri.empty() && uri.back() == '#') uri.pop_back();
+  if (!uri.empty() && uri.back() == '?') uri.pop_back();
   for (int draft : {3, 4, 6, 7}) {
     if (uri == "http://json-schema.org/draft-0" + std::to_string(draft) + "/schema") return draft;
   }
-  return 0;
+  return uri == "https://json-schema.org/draft/2019-09/schema" ? kDraft2019 : 0;
 }
 
-// Drafts 3-7: a schema with `$ref` is only that reference, and keywords of other drafts
-// mean nothing. A `$schema` sets the draft of the schema it stands in and of those below.
-void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft34) {
+// Reads each schema as the draft its document names: in Drafts 3-7 a schema with `$ref`
+// is only that reference; keywords of other drafts mean nothing; Draft 3 / 4's `id` is
+// the `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
+// another: which draft a `$ref` target then follows depends on where the reference
+// comes from (jsonschema evaluates it by the referring schema's draft).
+void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::string& ptr) {
   if (s->IsArray()) {
-    for (JsonValue& x : s->items) ReadAsDraft(&x, false, draft, draft34);
+    for (size_t i = 0; i < s->items.size(); ++i) {
+      ReadAsDraft(&s->items[i], false, draft, draft4, ptr + "/" + std::to_string(i));
+    }
     return;
   }
   if (!s->IsObject()) return;
   auto& m = s->members;
   if (!map) {
-    if (const JsonValue* d = s->Find("$schema"); d && d->IsString()) draft = DraftOfUri(d->text);
-    if (draft == 3 || draft == 4) *draft34 = true;
+    if (const JsonValue* d = s->Find("$schema"); d && d->IsString()) {
+      int named = DraftOfUri(d->text);
+      if (!ptr.empty() && named != draft) {
+        throw SchemaError("a subschema names another draft than the document (`$schema`): mixed drafts are not "
+                          "supported",
+                          ptr + "/$schema");
+      }
+      draft = named;
+      if (draft == 3) {
+        throw SchemaError("Draft 3 schemas are not supported (its required, extends, disallow and divisibleBy)",
+                          ptr + "/$schema");
+      }
+    }
+    if (draft == 4) *draft4 = true;
     if (draft) {
-      bool ref = s->Find("$ref") != nullptr;
+      bool ref = draft <= 7 && s->Find("$ref") != nullptr;
       auto unknown = [&](const auto& kv) { return (ref && !KeptBesideRef(kv.first)) || UnknownTo(draft, kv.first); };
       m.erase(std::remove_if(m.begin(), m.end(), unknown), m.end());
+      if (draft == 4) {
+        for (auto& [k, v] : m) {
+          if (k == "id" && v.IsString()) k = "$id";
+        }
+      }
     }
   }
   for (auto& [k, v] : m) {
-    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft, draft34);
+    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft, draft4, ptr + "/" + JsonPointerToken(k));
   }
 }
 
@@ -188,13 +232,14 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft34) {
 
 int DeclaredDraft(const JsonValue& root) {
   const JsonValue* schema = root.IsObject() ? root.Find("$schema") : nullptr;
-  return schema && schema->IsString() ? DraftOfUri(schema->text) : 0;
+  int draft = schema && schema->IsString() ? DraftOfUri(schema->text) : 0;
+  return draft == kDraft2019 ? 0 : draft;
 }
 
-bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft34) {
-  bool any34 = false;
-  ReadAsDraft(root, false, 0, &any34);
-  if (draft34) *draft34 = any34;
+bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft4) {
+  bool any4 = false;
+  ReadAsDraft(root, false, 0, &any4, "");
+  if (draft4) *draft4 = any4;
   return DeclaredDraft(*root) != 0;
 }
 

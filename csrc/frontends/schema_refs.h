@@ -20,20 +20,21 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // enum, const, default and examples are data and stay as written. Returns whether it did.
 bool MakeRefsAbsolute(JsonValue* root);
 
-// The draft the root's `$schema` names: 3, 4, 6 or 7 (the URI exactly as those drafts
-// name their meta-schemas); 0 for any other (Draft 2019-09, 2020-12, or none).
+// The draft the root's `$schema` names: 3, 4, 6 or 7 (the URI of that draft's
+// meta-schema, normalised); 0 for any other (Draft 2019-09, 2020-12, or none).
 int DeclaredDraft(const JsonValue& root);
 
-// Where a `$schema` names Draft 3, 4, 6 or 7 (at the root, or in a subschema for itself
-// and the schemas below it), where the other keywords beside a `$ref` are ignored,
-// removes them, `$id` included (keeping `definitions` / `$defs`, which refs may still
-// name, and annotations); Draft 2020-12 applies them beside the reference. Also removes
-// the keywords that draft's validators do not know (const, contains, propertyNames and
-// `$id` before Draft 6, `id` from Draft 6 on, if / then / else before Draft 7, the
-// 2019-09 and 2020-12 keywords such as prefixItems, dependentRequired and `$anchor`).
-// Returns whether the root names such a draft; `draft34`, if given, tells whether any
-// schema is read as Draft 3 or 4.
-bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft34 = nullptr);
+// Reads the document as the draft its `$schema` names (the meta-schema URI of Draft 4, 6,
+// 7 or 2019-09, normalised as jsonschema normalises it; any other reads as 2020-12): in
+// Drafts 4-7 the keywords beside a `$ref` are ignored and removed, `$id` included
+// (keeping `definitions` / `$defs`, which refs may still name, and annotations); the
+// keywords the draft does not know are removed (const, contains, propertyNames and `$id`
+// before Draft 6, `id` from Draft 6 on, if / then / else before Draft 7, the 2019-09
+// and 2020-12 keywords such as dependentRequired, `$anchor` and prefixItems); Draft 4's
+// `id` becomes `$id`. Throws SchemaError for Draft 3 and for a subschema whose `$schema`
+// names another draft than the document. Returns whether the root names Draft 4, 6 or
+// 7; `draft4`, if given, tells whether it is Draft 4.
+bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft4 = nullptr);
 
 // Keywords of a schema object whose values are data, not schemas (never walked for
 // $id / $ref), and those whose values map names to schemas (`properties`, `$defs`, ...:

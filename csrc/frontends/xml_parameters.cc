@@ -280,8 +280,12 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
                       const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
-  JsonValue read = schema;  // read as its declared drafts (keywords beside a Draft 3-7 $ref do not count)
-  DropRefSiblingsForOldDrafts(&read);
+  JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
+  try {
+    DropRefSiblingsForOldDrafts(&read);
+  } catch (const SchemaError& e) {
+    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
+  }
   return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path);
 }
 
