@@ -104,6 +104,21 @@ CASES = [
     # Draft 3: refused, not read as a later draft.
     ({"$schema": "http://json-schema.org/draft-03/schema#", "type": "object",
       "properties": {"a": {"required": True}}}, [{}, {"a": 1}]),
+    # ... leading spaces and controls go, trailing ones stay (not a draft URI then).
+    ({"$schema": "http://json-schema.org/draft-04/schema ", "const": 1}, [1, 2]),
+    ({"$schema": "\x01http://json-schema.org/draft-04/schema#", "not": {"const": 1}}, [1, 2]),
+    # Anchors of one name on two different schemas: a reference to it is refused.
+    ({"$schema": DRAFT4, "definitions": {"a": {"id": "#k", "type": "integer"}, "b": {"id": "#k", "type": "string"}},
+      "properties": {"p": {"$ref": "#k"}}}, [{"p": "s"}, {"p": 1}]),
+    # An `$id` inside an unknown keyword names nothing and moves no base URI.
+    ({"$schema": DRAFT7, "$id": "http://x/root.json", "definitions": {"i": {"type": "integer"}},
+      "x": {"$id": "http://y/other.json", "definitions": {"i": {"type": "string"}}, "p": {"$ref": "#/definitions/i"}},
+      "properties": {"a": {"$ref": "#/x/p"}}}, [{"a": "s"}, {"a": 1}]),
+    # `dependencies` is no keyword of a declared Draft 2019-09 or 2020-12.
+    ({"$schema": "https://json-schema.org/draft/2020-12/schema", "not": {"dependencies": {"a": ["b"]}}},
+     [{"a": 1}, {}]),
+    ({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object",
+      "dependencies": {"a": ["b"]}}, [{"a": 1}, {}]),
     # Only the meta-schema URIs themselves name a draft (as jsonschema reads `$schema`).
     *[({"$schema": uri, "const": 1}, [1, 2])
       for uri in ["https://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-04/hyper-schema#",

@@ -173,14 +173,16 @@ class SchemaCompiler {
         // Two resources of one name: which one a `$ref` (or a pointer inside either) means
         // is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique); a
         // reference that needs it is an error (Resolve).
-        if (!fresh && key == "$id" && name[0] != '#' && it->second != &s && !JsonEqual(*it->second, s)) {
-          ambiguous_ids_.insert(name);
-        }
+        if (!fresh && it->second != &s && !JsonEqual(*it->second, s)) ambiguous_ids_.insert(name);
         it->second = &s;
-        if (name[0] == '#') ids_[base + name] = &s;
+        if (name[0] == '#') {  // an anchor, also per resource
+          auto [at, first] = ids_.emplace(base + name, &s);
+          if (!first && at->second != &s && !JsonEqual(*at->second, s)) ambiguous_ids_.insert(base + name);
+          at->second = &s;
+        }
       }
       for (const auto& [k, v] : s.members) {
-        if (map || !IsSchemaData(k)) IndexIds(v, base, !map && IsSchemaMap(k), ptr + "/" + JsonPointerToken(k));
+        if (map || IsSubschemaKeyword(k)) IndexIds(v, base, !map && IsSchemaMap(k), ptr + "/" + JsonPointerToken(k));
       }
     } else if (s.IsArray()) {
       for (size_t i = 0; i < s.items.size(); ++i) IndexIds(s.items[i], base, false, ptr + "/" + std::to_string(i));
@@ -274,6 +276,7 @@ class SchemaCompiler {
       auto it = ids_.find(base + "#" + frag);
       if (it == ids_.end()) it = ids_.find("#" + frag);
       if (it == ids_.end()) Fail("$ref `" + RefForMessage(ref) + "`: no $anchor `" + frag + "`", ptr);
+      if (ambiguous_ids_.count(it->first)) Fail("$ref `" + RefForMessage(ref) + "`: two different schemas have its anchor", ptr);
       *target_ptr = RefForMessage(ref);
       return it->second;
     }

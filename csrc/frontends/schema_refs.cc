@@ -103,21 +103,23 @@ bool HasResourceId(const JsonValue& s, bool map) {
   } else if (s.IsObject()) {
     if (!map && NamesResource(s.Find("$id"))) return true;
     for (const auto& [k, v] : s.members) {
-      if ((map || !IsSchemaData(k)) && HasResourceId(v, !map && IsSchemaMap(k))) return true;
+      if ((map || IsSubschemaKeyword(k)) && HasResourceId(v, !map && IsSchemaMap(k))) return true;
     }
   }
   return false;
 }
 
 // `s` a schema (or an array of them), or with `map` an object whose members are schemas.
-void Rewrite(JsonValue* s, std::string base, bool map) {
+// `identified`: reached through subschema keywords only, so that its `$id` names a
+// resource (inside an unknown keyword it does not, and the base stays).
+void Rewrite(JsonValue* s, std::string base, bool map, bool identified = true) {
   if (s->IsArray()) {
-    for (JsonValue& x : s->items) Rewrite(&x, base, false);
+    for (JsonValue& x : s->items) Rewrite(&x, base, false, identified);
     return;
   }
   if (!s->IsObject()) return;
   for (auto& [k, v] : s->members) {
-    if (!map && k == "$id" && NamesResource(&v)) {
+    if (!map && identified && k == "$id" && NamesResource(&v)) {
       Uri id = Split(ResolveUri(base, v.text));
       id.has_fragment = false;  // an empty fragment ("x.json#") names the same resource
       base = v.text = Join(id);
@@ -127,7 +129,7 @@ void Rewrite(JsonValue* s, std::string base, bool map) {
     if (!map && k == "$ref" && v.IsString()) {
       v.text = ResolveUri(base, v.text);
     } else if (map || !IsSchemaData(k)) {
-      Rewrite(&v, base, !map && IsSchemaMap(k));
+      Rewrite(&v, base, !map && IsSchemaMap(k), identified && (map || IsSubschemaKeyword(k)));
     }
   }
 }
@@ -143,6 +145,7 @@ bool KeptBesideRef(const std::string& key) {
 // Drafts by number: 3, 4, 6, 7, kDraft2019 (2019-09), and 0 for Draft 2020-12 (or a
 // `$schema` xgr2 does not know, which reads as the latest draft, as jsonschema reads it).
 constexpr int kDraft2019 = 2019;
+constexpr int kDraft2020 = 2020;  // named by `$schema` (0: not named, read leniently)
 
 // Whether a validator of `draft` ignores `keyword`: Draft 6 added const, contains and
 // propertyNames and renamed `id` to `$id`, Draft 7 added if / then / else, Draft 2019-09
@@ -155,22 +158,24 @@ bool UnknownTo(int draft, const std::string& keyword) {
       "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "minContains",
       "maxContains", "$recursiveRef", "$anchor"};
   static const std::set<std::string> kSince2020 = {"prefixItems", "$dynamicRef", "$dynamicAnchor"};
-  if (draft == 0) return false;
-  if (draft == kDraft2019) return keyword == "id" || kSince2020.count(keyword);
+  if (draft == 0) return false;  // no `$schema`: Draft 7's `dependencies` is read too
+  if (draft == kDraft2020) return keyword == "id" || keyword == "dependencies";
+  if (draft == kDraft2019) return keyword == "id" || keyword == "dependencies" || kSince2020.count(keyword);
   return (draft < 6 && kSince6.count(keyword)) || (draft >= 6 && keyword == "id") ||
          (draft < 7 && kSince7.count(keyword)) || kSince2019.count(keyword) || kSince2020.count(keyword);
 }
 
 // The draft a `$schema` URI names: its meta-schema's URI once normalised as jsonschema
-// normalises it (no tabs or line breaks, no surrounding spaces, the scheme in lower
-// case, no empty query or fragment); 0 for any other.
+// normalises it (no tabs or line breaks, no leading spaces or controls, the scheme in
+// lower case, no empty query or fragment); 0 for any other.
 int DraftOfUri(const std::string& text) {
   std::string uri;
   for (char c : text) {
     if (c != '\t' && c != '\r' && c != '\n') uri += c;
   }
-  size_t first = uri.find_first_not_of(" \f\v"), last = uri.find_last_not_of(" \f\v");
-  uri = first == std::string::npos ? "" : uri.substr(first, last - first + 1);
+  size_t first = 0;  // leading C0 controls and spaces go (Python's urlsplit), trailing ones stay
+  while (first < uri.size() && static_cast<unsigned char>(uri[first]) <= 0x20) ++first;
+  uri.erase(0, first);
   for (char& c : uri) {
     if (c == ':') break;
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -180,7 +185,8 @@ int DraftOfUri(const std::string& text) {
   for (int draft : {3, 4, 6, 7}) {
     if (uri == "http://json-schema.org/draft-0" + std::to_string(draft) + "/schema") return draft;
   }
-  return uri == "https://json-schema.org/draft/2019-09/schema" ? kDraft2019 : 0;
+  if (uri == "https://json-schema.org/draft/2019-09/schema") return kDraft2019;
+  return uri == "https://json-schema.org/draft/2020-12/schema" ? kDraft2020 : 0;
 }
 
 // Reads each schema as the draft its document names: in Drafts 3-7 a schema with `$ref`
@@ -200,7 +206,8 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
   if (!map) {
     if (const JsonValue* d = s->Find("$schema"); d && d->IsString()) {
       int named = DraftOfUri(d->text);
-      if (!ptr.empty() && named != draft) {
+      auto family = [](int n) { return n == kDraft2020 ? 0 : n; };
+      if (!ptr.empty() && family(named) != family(draft)) {
         throw SchemaError("a subschema names another draft than the document (`$schema`): mixed drafts are not "
                           "supported",
                           ptr + "/$schema");
@@ -286,6 +293,13 @@ bool MakeRefsAbsolute(JsonValue* root) {
 
 bool IsSchemaData(const std::string& key) {
   return key == "enum" || key == "const" || key == "default" || key == "examples";
+}
+
+bool IsSubschemaKeyword(const std::string& key) {
+  static const std::set<std::string> kApplicators = {
+      "items", "prefixItems", "additionalItems", "additionalProperties", "contains", "propertyNames", "not", "if",
+      "then", "else", "allOf", "anyOf", "oneOf", "unevaluatedItems", "unevaluatedProperties", "contentSchema"};
+  return kApplicators.count(key) || IsSchemaMap(key);
 }
 
 bool IsSchemaMap(const std::string& key) {

@@ -40,6 +40,9 @@ bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft4 = nullptr);
 // $id / $ref), and those whose values map names to schemas (`properties`, `$defs`, ...:
 // a member there named `default` or `$id` is a schema or a property, not a keyword).
 bool IsSchemaData(const std::string& key);
+// Keywords whose values are subschemas (or maps or arrays of them): where an `$id` names
+// a resource (one inside an unknown keyword does not).
+bool IsSubschemaKeyword(const std::string& key);
 bool IsSchemaMap(const std::string& key);
 
 // A reference as a message should show it: relative again when it lies in the unnamed
