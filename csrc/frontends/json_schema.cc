@@ -34,7 +34,7 @@ constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to he
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
-constexpr int kMaxDisjointDepth = 3;   // Disjoint looks this many anyOf / oneOf levels deep
+constexpr int kMaxDisjointDepth = 3;   // Disjoint looks into anyOf / oneOf branches up to this nesting
 constexpr int kMaxDisjointNesting = 8; // Disjoint calls inside one another (through merges)
 // Merged subschema copies one compile may make (the largest real-world schema seen, 0.2M;
 // past 0.5M about 2 GB of memory).
@@ -161,7 +161,15 @@ class SchemaCompiler {
   // $id and $anchor values -> the schema they name (for `$ref`s that are not pointers).
   // Anchors are kept per resource (`base#name`; MakeRefsAbsolute made the `$id`s and
   // `$ref`s of a document with resources absolute) and by name alone.
-  void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false, const std::string& ptr = "") {
+  void IndexIds(const JsonValue& s, std::string base = kUnnamedDocument, bool map = false) {
+    // Two different schemas of one name: which one a `$ref` (or a pointer inside either)
+    // means is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique); a
+    // reference that needs it is an error (Resolve).
+    auto name_as = [&](const std::string& name) {
+      auto [it, fresh] = ids_.emplace(name, &s);
+      if (!fresh && it->second != &s && !JsonEqual(*it->second, s)) ambiguous_ids_.insert(name);
+      it->second = &s;
+    };
     if (s.IsObject()) {
       for (const std::string key : {"$id", "$anchor", "$dynamicAnchor"}) {  // Draft 4's id: made $id (ReadAsDraft)
         const JsonValue* v = s.Find(key);
@@ -169,23 +177,14 @@ class SchemaCompiler {
         bool anchor = key == "$anchor" || key == "$dynamicAnchor";  // a plain name: `#name` refers to it
         std::string name = anchor ? "#" + v->text : v->text;
         if (key == "$id" && name[0] != '#') base = name;
-        auto [it, fresh] = ids_.emplace(name, &s);
-        // Two resources of one name: which one a `$ref` (or a pointer inside either) means
-        // is undefined (Draft 2020-12 §8.2.1 requires identifiers to be unique); a
-        // reference that needs it is an error (Resolve).
-        if (!fresh && it->second != &s && !JsonEqual(*it->second, s)) ambiguous_ids_.insert(name);
-        it->second = &s;
-        if (name[0] == '#') {  // an anchor, also per resource
-          auto [at, first] = ids_.emplace(base + name, &s);
-          if (!first && at->second != &s && !JsonEqual(*at->second, s)) ambiguous_ids_.insert(base + name);
-          at->second = &s;
-        }
+        name_as(name);
+        if (name[0] == '#') name_as(base + name);  // an anchor, also per resource
       }
       for (const auto& [k, v] : s.members) {
-        if (map || IsSubschemaKeyword(k)) IndexIds(v, base, !map && IsSchemaMap(k), ptr + "/" + JsonPointerToken(k));
+        if (map || IsSubschemaKeyword(k)) IndexIds(v, base, !map && IsSchemaMap(k));
       }
     } else if (s.IsArray()) {
-      for (size_t i = 0; i < s.items.size(); ++i) IndexIds(s.items[i], base, false, ptr + "/" + std::to_string(i));
+      for (const JsonValue& item : s.items) IndexIds(item, base);
     }
   }
 
@@ -958,8 +957,10 @@ class SchemaCompiler {
         }
         if (arr.items.empty()) return BoolSchema(false);
         return Obj({{k, arr}});
-      } else if (k == "multipleOf" && mine->IsNumber() && v.IsNumber() && LeastCommonMultiple(mine->text, v.text)) {
-        set(k, Num(*LeastCommonMultiple(mine->text, v.text)));  // a multiple of both
+      } else if (std::optional<std::string> lcm = k == "multipleOf" && mine->IsNumber() && v.IsNumber()
+                                                     ? LeastCommonMultiple(mine->text, v.text)
+                                                     : std::nullopt) {
+        set(k, Num(*lcm));  // a multiple of both
       } else if (k == "not") {
         const JsonValue *ea = OnlyEnum(*mine), *eb = OnlyEnum(v);
         if (ea && eb) {  // not in A and not in B: not in A + B
@@ -1336,9 +1337,7 @@ class SchemaCompiler {
     if (k == "required") {
       if (!v.IsArray() || !w->IsArray()) return false;
       for (const JsonValue& name : v.items) {
-        bool have = false;
-        for (const JsonValue& n : w->items) have = have || JsonEqual(n, name);
-        if (!have) return false;
+        if (!Contains(w->items, name)) return false;
       }
       return true;
     }
@@ -1377,11 +1376,7 @@ class SchemaCompiler {
     if (!p) return false;
     if (JsonEqual(*p, sub)) return true;
     const JsonValue* parts = p->IsObject() && p->members.size() == 1 ? p->Find("allOf") : nullptr;
-    if (!parts || !parts->IsArray()) return false;
-    for (const JsonValue& part : parts->items) {
-      if (JsonEqual(part, sub)) return true;
-    }
-    return false;
+    return parts && parts->IsArray() && Contains(parts->items, sub);
   }
 
   // The property names the grammar of `s` can write, when finite: those it declares or
@@ -1720,7 +1715,7 @@ class SchemaCompiler {
   bool Rejects(const JsonValue& s, const JsonValue& v) {
     if (!HasType(TypesOf(s), v)) return true;
     for (const auto& [k, kv] : s.members) {
-      if (k != "type" && k != "const" && k != "enum" && kValidating.count(k) && ValuePasses(k, kv, v) == 0) return true;
+      if (ValuePasses(k, kv, v) == 0) return true;
     }
     return false;
   }
@@ -1821,10 +1816,10 @@ class SchemaCompiler {
       }
     }
     if (types.count("string")) {
-      bool constrained = s.Find("pattern") || s.Find(kNotPattern) || s.Find(kMorePatterns) || s.Find("minLength") || s.Find("maxLength") ||
-                         (s.Find("format") && s.Find("format")->IsString() && JsonFormatEbnf(s.Find("format")->text));
       const JsonValue* format = s.Find("format");
       bool known_format = format && format->IsString() && JsonFormatEbnf(format->text);
+      bool constrained = s.Find("pattern") || s.Find(kNotPattern) || s.Find(kMorePatterns) || s.Find("minLength") ||
+                         s.Find("maxLength") || known_format;
       if (strings.empty()) {
         alts.push_back(StringExpr(s, ptr));
       } else if (constrained && !known_format) {
@@ -2678,8 +2673,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
-  bool draft4 = false;
-  DropRefSiblingsForOldDrafts(&root, &draft4);
+  bool draft4 = ReadAsDeclaredDraft(&root);
   MakeRefsAbsolute(&root);
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());

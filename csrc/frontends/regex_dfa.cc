@@ -381,48 +381,38 @@ CharDfa CharDfa::FromExpr(const GrammarIR& g, int32_t expr) {
   return CharDfa(nfa.Determinize(start, end));
 }
 
-// The end of the group that opens at `open` (a '('), or npos: escapes and classes skipped.
-static size_t GroupEnd(const std::string& p, size_t open) {
-  int depth = 0;
-  bool in_class = false;
-  for (size_t i = open; i < p.size(); ++i) {
-    char c = p[i];
-    if (c == '\\') {
-      ++i;
-    } else if (in_class) {
-      in_class = c != ']';
-    } else if (c == '[') {
-      in_class = true;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')' && --depth == 0) {
-      return i;
-    }
-  }
-  return std::string::npos;
-}
-
-// Whether p[from..] has a `|` outside groups and classes: an alternative of its own.
-static bool HasTopLevelBar(const std::string& p, size_t from) {
+// The first position from `from` on, outside escapes and character classes, whose
+// character `stop` takes at the group depth there (counted from `from`, a parenthesis
+// included), or npos.
+static size_t ScanGroups(const std::string& p, size_t from, bool (*stop)(char c, int depth)) {
   int depth = 0;
   bool in_class = false;
   for (size_t i = from; i < p.size(); ++i) {
     char c = p[i];
     if (c == '\\') {
       ++i;
-    } else if (in_class) {
-      in_class = c != ']';
-    } else if (c == '[') {
-      in_class = true;
-    } else if (c == '(') {
-      ++depth;
-    } else if (c == ')') {
-      --depth;
-    } else if (c == '|' && depth <= 0) {
-      return true;
+      continue;
     }
+    if (in_class) {
+      in_class = c != ']';
+      continue;
+    }
+    if (c == '[') in_class = true;
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (stop(c, depth)) return i;
   }
-  return false;
+  return std::string::npos;
+}
+
+// The end of the group that opens at `open` (a '('), or npos.
+static size_t GroupEnd(const std::string& p, size_t open) {
+  return ScanGroups(p, open, [](char c, int depth) { return c == ')' && depth == 0; });
+}
+
+// Whether p[from..] has a `|` outside groups and classes: an alternative of its own.
+static bool HasTopLevelBar(const std::string& p, size_t from) {
+  return ScanGroups(p, from, [](char c, int depth) { return c == '|' && depth <= 0; }) != std::string::npos;
 }
 
 size_t LeadingLookaheads(const std::string& pattern) {

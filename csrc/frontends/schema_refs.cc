@@ -189,9 +189,9 @@ int DraftOfUri(const std::string& text) {
   return uri == "https://json-schema.org/draft/2020-12/schema" ? kDraft2020 : 0;
 }
 
-// Reads each schema as the draft its document names: in Drafts 3-7 a schema with `$ref`
-// is only that reference; keywords of other drafts mean nothing; Draft 3 / 4's `id` is
-// the `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
+// Reads each schema as the draft its document names: in Drafts 4-7 a schema with `$ref`
+// is only that reference; keywords of other drafts mean nothing; Draft 4's `id` is the
+// `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
 // another: which draft a `$ref` target then follows depends on where the reference
 // comes from (jsonschema evaluates it by the referring schema's draft).
 void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::string& ptr) {
@@ -237,17 +237,10 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
 
 }  // namespace
 
-int DeclaredDraft(const JsonValue& root) {
-  const JsonValue* schema = root.IsObject() ? root.Find("$schema") : nullptr;
-  int draft = schema && schema->IsString() ? DraftOfUri(schema->text) : 0;
-  return draft == kDraft2019 ? 0 : draft;
-}
-
-bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft4) {
-  bool any4 = false;
-  ReadAsDraft(root, false, 0, &any4, "");
-  if (draft4) *draft4 = any4;
-  return DeclaredDraft(*root) != 0;
+bool ReadAsDeclaredDraft(JsonValue* root) {
+  bool draft4 = false;
+  ReadAsDraft(root, false, 0, &draft4, "");
+  return draft4;
 }
 
 std::string ResolveUri(const std::string& base_text, const std::string& ref_text) {

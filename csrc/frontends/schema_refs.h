@@ -20,21 +20,17 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // enum, const, default and examples are data and stay as written. Returns whether it did.
 bool MakeRefsAbsolute(JsonValue* root);
 
-// The draft the root's `$schema` names: 3, 4, 6 or 7 (the URI of that draft's
-// meta-schema, normalised); 0 for any other (Draft 2019-09, 2020-12, or none).
-int DeclaredDraft(const JsonValue& root);
-
 // Reads the document as the draft its `$schema` names (the meta-schema URI of Draft 4, 6,
-// 7 or 2019-09, normalised as jsonschema normalises it; any other reads as 2020-12): in
-// Drafts 4-7 the keywords beside a `$ref` are ignored and removed, `$id` included
-// (keeping `definitions` / `$defs`, which refs may still name, and annotations); the
-// keywords the draft does not know are removed (const, contains, propertyNames and `$id`
-// before Draft 6, `id` from Draft 6 on, if / then / else before Draft 7, the 2019-09
-// and 2020-12 keywords such as dependentRequired, `$anchor` and prefixItems); Draft 4's
-// `id` becomes `$id`. Throws SchemaError for Draft 3 and for a subschema whose `$schema`
-// names another draft than the document. Returns whether the root names Draft 4, 6 or
-// 7; `draft4`, if given, tells whether it is Draft 4.
-bool DropRefSiblingsForOldDrafts(JsonValue* root, bool* draft4 = nullptr);
+// 7, 2019-09 or 2020-12, normalised as jsonschema normalises it; any other, or none,
+// reads as 2020-12 that also knows Draft 7's `dependencies`): in Drafts 4-7 the keywords
+// beside a `$ref` are ignored and removed, `$id` included (keeping `definitions` /
+// `$defs`, which refs may still name, and annotations); the keywords the draft does not
+// know are removed (const, contains, propertyNames and `$id` before Draft 6, `id` from
+// Draft 6 on, if / then / else before Draft 7, the 2019-09 and 2020-12 keywords such as
+// dependentRequired, `$anchor` and prefixItems); Draft 4's `id` becomes `$id`. Throws
+// SchemaError for Draft 3 and for a subschema whose `$schema` names another draft than
+// the document. Returns whether the document is Draft 4.
+bool ReadAsDeclaredDraft(JsonValue* root);
 
 // Keywords of a schema object whose values are data, not schemas (never walked for
 // $id / $ref), and those whose values map names to schemas (`properties`, `$defs`, ...:

@@ -282,7 +282,7 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
   JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
   try {
-    DropRefSiblingsForOldDrafts(&read);
+    ReadAsDeclaredDraft(&read);
   } catch (const SchemaError& e) {
     throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
   }
