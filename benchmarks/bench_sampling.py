@@ -1,5 +1,6 @@
 """Times xgr2.jax.greedy / sample (plain, top-k, top-p, min-p) against naive versions and the
-read floor (``jnp.max(logits, -1)`` jitted), on CPU.
+read floor (``jnp.max(logits, -1)`` jitted), on JAX's default device (CPU, or a lent GPU:
+benchmarks/device_check.sh).
 
 Naive: full argsort for top-k / top-p, full Gumbel noise for plain sampling, argmax of masked
 logits for greedy. Prints a table (median of several repetitions, ms, and ratio to the floor);
@@ -93,7 +94,8 @@ def main() -> None:
     if args.write_results:
         from _common import append_results
 
-        note = (f"{jax.devices()[0].platform}, jax {jax.__version__}: ms (median), ratio to the read floor "
+        device = jax.devices()[0]
+        note = (f"{device.platform} ({device.device_kind}), jax {jax.__version__}: ms (median), ratio to the read floor "
                 "`jnp.max(logits, -1)`; naive top-k/p skipped (nan) above B*V = 8*128256 (argsort takes seconds)")
         append_results("fused masked sampling (xgr2.jax)", "bench_sampling.py", None,
                        ["", note, "", "```", header, *rows, "```"], at_top=True)

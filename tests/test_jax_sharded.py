@@ -1,4 +1,4 @@
-"""sample / greedy / verify_tree under jit with logits sharded over the vocabulary and the batch.
+"""sample / greedy / verify_tree (and the GPU path) under jit with logits sharded over the vocabulary and the batch.
 
 Runs in a subprocess with 8 host CPU devices, so the device count never depends on which
 test module imported jax first.
@@ -16,6 +16,7 @@ SCRIPT = textwrap.dedent(
     import jax, jax.numpy as jnp, numpy as np
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
     from xgr2.jax import DraftTree, greedy, sample, verify_tree
+    from xgr2.jax._dense import dense_greedy, dense_sample
     assert jax.device_count() == 8
     rng = np.random.default_rng(0)
     B, V = 8, 4096
@@ -38,6 +39,11 @@ SCRIPT = textwrap.dedent(
             got = np.asarray(jax.jit(lambda key, x, m: sample(key, x, m, **k))(key, x, m))
             want = np.asarray(sample(key, logits, bitmask, **k))
             assert (got == want).all(), (name, k, got, want)
+        # The GPU path (xgr2.jax._dense), which a GPU mesh would take, partitions too.
+        t, mp = jnp.full((B,), 0.8, jnp.float32), jnp.full((B,), 0.05, jnp.float32)
+        for fn, args in ((dense_greedy, (None,)), (lambda *a: dense_sample(key, *a), (t, mp, None))):
+            got = np.asarray(jax.jit(fn)(x, m, *args))
+            assert (got == np.asarray(jax.jit(fn)(logits, bitmask, *args))).all(), (name, "dense")
     # verify_tree with [B, N, V] logits sharded over the vocabulary
     N = 4
     tl = rng.normal(size=(B, N, V)).astype(np.float32)

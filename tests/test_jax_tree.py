@@ -155,6 +155,59 @@ def test_speculative_matches_token_by_token_sampling():
     assert chi2(obs, wrong / wrong.sum()) > chi2_bound(df)
 
 
+def np_speculative(probs, parents, tokens, valid, uniforms, bonus_u):
+    """One row of multi-branch rejection sampling with one-hot drafts, the textbook way: the
+    residual ``max(p - e_t, 0)`` renormalised over the whole vocabulary after each rejection."""
+    n = len(parents)
+    cur, path, resid, step = 0, [0], probs[0].copy(), 0
+    tried = 0
+    while True:
+        kids = [c for c in range(tried + 1, n) if parents[c] == cur and valid[c]]
+        if not kids:
+            break
+        child, u = kids[0], uniforms[step]
+        step += 1
+        tried = child
+        if u < resid[tokens[child]]:
+            cur, resid = child, probs[child].copy()
+            path.append(child)
+            continue
+        residual = np.maximum(resid - np.eye(len(resid))[tokens[child]], 0)
+        if residual.sum() > 0:
+            resid = residual / residual.sum()
+    cum = np.cumsum(resid)
+    bonus = int(np.argmax((cum > bonus_u * cum[-1]) & (resid > 0))) if resid.sum() > 0 else -1
+    return path, bonus
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_speculative_equals_the_textbook_residual_loop(seed):
+    """Same uniforms, same tokens: the gathered acceptance tests of verify_tree (no pass over
+    the vocabulary per tried child) against the explicit residual loop, on trees whose
+    siblings repeat tokens (a rejected token must stay rejected) and have invalid nodes."""
+    rng = np.random.default_rng(seed)
+    batch, n, vocab = 3, 10, 7
+    parents = np.stack([np.concatenate([[-1], [rng.integers(0, i) for i in range(1, n)]]) for _ in range(batch)])
+    tokens = rng.integers(0, 3, (batch, n))
+    valid = rng.random((batch, n)) < 0.9
+    logits = (rng.normal(size=(batch, n, vocab)) * 2).astype(np.float32)
+    allowed = rng.random((batch, n, vocab)) < 0.7
+    allowed[..., 0] = True
+    tree = DraftTree.from_parents(parents, tokens, valid)
+    kw = dict(temperature=0.9, top_p=0.95)
+    for k in range(8):
+        key = jax.random.key(100 * seed + k)
+        res = verify_tree(key, logits, pack(allowed), tree, method="speculative", **kw)
+        uniforms = np.stack([np.asarray(jax.random.uniform(jax.random.fold_in(key, i), (batch,))) for i in range(n)], 1)
+        bonus_u = np.asarray(jax.random.uniform(jax.random.fold_in(key, n), (batch,)))
+        for b in range(batch):
+            real = np.asarray(tree.valid)[b]
+            probs = np.stack([oracle(logits[b, i], allowed[b, i], **kw) for i in range(n)])
+            path, bonus = np_speculative(probs, parents[b], tokens[b], real, uniforms[b], bonus_u[b])
+            got = [int(x) for x in np.asarray(res.accepted_nodes)[b] if x >= 0]
+            assert (got, int(res.bonus_token[b])) == (path, bonus), (seed, k, b)
+
+
 def test_speculative_with_draft_probs_never_leaves_mask():
     logits, allowed, tree = random_verify_case(9)
     q = jax.nn.softmax(jnp.asarray(np.random.default_rng(0).normal(size=logits.shape), jnp.float32))
@@ -168,11 +221,16 @@ def test_speculative_with_draft_probs_never_leaves_mask():
 def test_no_retrace_across_steps():
     logits, allowed, tree = random_verify_case(1)
     before = _verify._verify._cache_size()
+    before_depth, before_mask = tree_depth._cache_size(), ancestor_mask._cache_size()
     for step in range(3):
         for method in ("greedy", "speculative"):
             verify_tree(jax.random.key(step), logits + step, pack(allowed), tree, method=method,
                         temperature=0.5 + step, top_p=0.9)
+        ancestor_mask(tree)
     assert _verify._verify._cache_size() == before + 2
+    # verify_tree reads the depth of a concrete tree through the jitted tree_depth: compiled
+    # once, not re-traced per call (an eager fori_loop re-traced and cost ~100 ms a call).
+    assert tree_depth._cache_size() <= before_depth + 1 and ancestor_mask._cache_size() <= before_mask + 1
 
 
 def test_doctests():

@@ -8,7 +8,7 @@ path; the random numbers differ (64 random bits per row from ``key``), so a give
 other tokens than on the pure-JAX path, with the same distribution.
 
 Used inside the jitted entry points through ``jax.lax.platform_dependent``, so a
-computation lowered for a GPU or TPU keeps the pure-JAX path, and only when the process
+computation lowered for a GPU or TPU keeps its own path (_dense, pure JAX), and only when the process
 has a single CPU device (a computation sharded over several CPU devices keeps the
 pure-JAX path, which XLA partitions without gathering the logits). ``XGR2_CPU_KERNELS=0``
 in the environment turns the kernels off.

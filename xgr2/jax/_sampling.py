@@ -37,6 +37,8 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from xgr2.jax._cpu_kernels import cpu_greedy, cpu_sample, use_kernels
+from xgr2.jax._dense import first_max as dense_first_max
+from xgr2.jax._dense import dense_greedy, dense_sample
 from xgr2.jax._candidates import block_words, greedy_candidates, materialized, raw_blocks, top_values
 from xgr2.jax._envelope import sample_by_envelope
 from xgr2.jax._masking import _check_logits_and_bitmask, _unpack
@@ -362,12 +364,16 @@ def _sample(
     def pure() -> jax.Array:
         return _sample_pure(key, logits, bitmask, temperature, k, top_p, min_p, constrained, k_bound=k_bound)
 
-    if not kernels:
-        return pure()
-    # The C++ kernel where this lowers for the CPU (see _cpu_kernels), pure JAX elsewhere.
-    tokens: jax.Array = jax.lax.platform_dependent(
-        cpu=lambda: cpu_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained), default=pure
-    )
+    def dense() -> jax.Array:
+        return dense_sample(key, logits, bitmask, temperature, min_p, constrained)
+
+    # The C++ kernel where this lowers for the CPU (see _cpu_kernels), the control-flow-free
+    # path on a GPU (see _dense) except for top-k / top-p, whose generic path was faster on
+    # an H200 (lax.top_k and 32 bisection passes cost more than the conditionals there;
+    # benchmarks/RESULTS.md), the generic pure-JAX path elsewhere.
+    cpu = (lambda: cpu_sample(key, logits, bitmask, temperature, k, top_p, min_p, constrained)) if kernels else pure
+    gpu = dense if k is None and top_p is None else pure
+    tokens: jax.Array = jax.lax.platform_dependent(cpu=cpu, cuda=gpu, rocm=gpu, default=pure)
     return tokens
 
 
@@ -477,11 +483,14 @@ def _greedy_by_candidates(
 
 @functools.partial(jax.jit, static_argnames="kernels")
 def _greedy(logits: jax.Array, bitmask: jax.Array, constrained: jax.Array | None, *, kernels: bool = False) -> jax.Array:
-    if not kernels:
+    def pure() -> jax.Array:
         return _greedy_pure(logits, bitmask, constrained)
-    tokens: jax.Array = jax.lax.platform_dependent(
-        cpu=lambda: cpu_greedy(logits, bitmask, constrained), default=lambda: _greedy_pure(logits, bitmask, constrained)
-    )
+
+    def dense() -> jax.Array:
+        return dense_greedy(logits, bitmask, constrained)
+
+    cpu = (lambda: cpu_greedy(logits, bitmask, constrained)) if kernels else pure
+    tokens: jax.Array = jax.lax.platform_dependent(cpu=cpu, cuda=dense, rocm=dense, default=pure)
     return tokens
 
 
@@ -520,7 +529,7 @@ def _truncated_probs(
     xm = jnp.where(allowed & ~jnp.isnan(x), x, _F32(_NEG_INF))
     row_max = jnp.max(xm, axis=1)
     iota = jax.lax.broadcasted_iota(jnp.int32, (rows, vocab), 1)
-    greedy = _first_max(xm[:, None, :], lambda: allowed[:, None, :], row_max[:, None], row_max)
+    greedy = dense_first_max(xm, allowed, row_max)
     one_hot = (iota == greedy[:, None]).astype(_F32)
     sampling = temperature > 0
     inv_temp = 1 / jnp.where(sampling, temperature, _F32(1))

@@ -154,6 +154,7 @@ class DraftTree(NamedTuple):
         return out
 
 
+@jax.jit
 def tree_depth(tree: DraftTree) -> jax.Array:
     """int32 ``[B, N]``: 0 for the root, ``depth(parent) + 1`` otherwise (jit-friendly).
 
@@ -173,6 +174,7 @@ def tree_depth(tree: DraftTree) -> jax.Array:
     return depth
 
 
+@jax.jit
 def ancestor_mask(tree: DraftTree) -> jax.Array:
     """bool ``[B, N, N]`` tree-attention mask: ``[b, i, j]`` iff ``j`` is ``i`` or an ancestor.
 

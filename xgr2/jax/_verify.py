@@ -39,6 +39,8 @@ class VerifyResult(NamedTuple):
 # (node, last child tried, accepted length, accepted path, residual probs, done) for speculative.
 _GreedyState = tuple[jax.Array, jax.Array, jax.Array, jax.Array]
 _SpeculativeState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
+# (node, last child tried, accepted length, accepted path, mass of rejected tokens, done).
+_OneHotState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
 
 
 def _pick(a: jax.Array, index: jax.Array) -> jax.Array:
@@ -115,10 +117,71 @@ def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.
             done | (~has & ~done),
         )
 
+    u_bonus = jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32)
+    if draft_probs is None:
+        return _verify_one_hot_drafts(key, probs, parents, tokens, valid, depth, u_bonus)
     state = (zero, zero, zero, path0, probs[:, 0], zero > 0)
     cur, _, length, path, resid, _ = jax.lax.fori_loop(0, n, speculative_step, state)
-    bonus = _draw_explicit(jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32), resid)
-    return VerifyResult(length, cur, path, bonus)
+    return VerifyResult(length, cur, path, _draw_explicit(u_bonus, resid))
+
+
+def _verify_one_hot_drafts(key: jax.Array, probs: jax.Array, parents: jax.Array, tokens: jax.Array,
+                           valid: jax.Array, depth: int, u_bonus: jax.Array) -> VerifyResult:
+    """Multi-branch rejection sampling with deterministic drafts, without a pass over the
+    vocabulary per tried child.
+
+    With a one-hot draft ``q = e_t``, rejecting ``t`` turns the residual into ``p`` with
+    ``p(t)`` removed and renormalised. So the residual at node ``cur`` is always
+    ``probs[cur]`` without the tokens of the children already rejected there, divided by
+    ``1 - E`` (``E`` their mass, each token counted once): a child's acceptance probability
+    is a gather, and only the bonus token reads a whole row. The same uniforms as the
+    general loop (``fold_in(key, i)`` at step ``i``), so both draw the same tokens up to
+    rounding.
+    """
+    batch, n, _ = probs.shape
+    node = jax.lax.broadcasted_iota(jnp.int32, (batch, n), 1)
+    zero = jnp.zeros((batch,), jnp.int32)
+    path0 = jnp.full((batch, depth), -1, jnp.int32).at[:, 0].set(0)
+
+    def rejected_before(cur: jax.Array, child: jax.Array, token: jax.Array) -> jax.Array:
+        """Whether a child of ``cur`` before ``child`` (all tried and rejected) drafted ``token``."""
+        earlier = (parents == cur[:, None]) & valid & (node > cur[:, None]) & (node < child[:, None])
+        return jnp.any(earlier & (tokens == token[:, None]), axis=1)
+
+    def step(i: jax.Array, state: _OneHotState) -> _OneHotState:
+        cur, tried, length, path, excluded, done = state
+        cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
+        has = jnp.any(cand, axis=1)
+        child = jnp.argmax(cand, axis=1).astype(jnp.int32)
+        token = _pick(tokens, child)
+        p_row = jnp.take_along_axis(_pick(probs, cur), token[:, None], 1)[:, 0]
+        p_row = jnp.where(rejected_before(cur, child, token), _F32(0), p_row)
+        remaining = 1 - excluded
+        p_t = jnp.where(remaining > 0, p_row / jnp.where(remaining > 0, remaining, 1), p_row)
+        u = jax.random.uniform(jax.random.fold_in(key, i), (batch,), _F32)
+        live = has & ~done
+        accept = live & (u < p_t)
+        reject = live & ~accept
+        # As the general loop: a rejection that would leave no mass keeps the residual.
+        excluded = jnp.where(reject & (excluded + p_row < 1), excluded + p_row, excluded)
+        excluded = jnp.where(accept, _F32(0), excluded)
+        slot = jnp.minimum(length + 1, depth - 1)
+        path = path.at[jnp.arange(batch), slot].set(jnp.where(accept, child, _pick(path, slot)))
+        return (
+            jnp.where(accept, child, cur), jnp.where(live, child, tried), length + accept.astype(jnp.int32), path,
+            excluded, done | (~has & ~done),
+        )
+
+    state = (zero, zero, zero, path0, jnp.zeros((batch,), _F32), zero > 0)
+    cur, tried, length, path, excluded, _ = jax.lax.fori_loop(0, n, step, state)
+    # The bonus comes from the last node's row without its rejected children's tokens
+    # (those with index <= tried).
+    row = _pick(probs, cur)
+    gone = (parents == cur[:, None]) & valid & (node > cur[:, None]) & (node <= tried[:, None])
+    hit = jnp.zeros(row.shape, jnp.bool_).at[jnp.arange(batch)[:, None], tokens].max(gone)
+    resid = jnp.where(hit, _F32(0), row)
+    resid = jnp.where(jnp.any(resid > 0, axis=1, keepdims=True), resid, row)  # rounding left no mass
+    return VerifyResult(length, cur, path, _draw_explicit(u_bonus, resid))
 
 
 def verify_tree(
