@@ -43,6 +43,7 @@ BYTES = xgr2.TokenizerInfo([bytes([i]) for i in range(256)] + [b"<eos>"], stop_t
 
 
 def fetch_suite(folder: str) -> Path:
+    """The suite's tests/<folder> (``folder`` "remotes": its remotes/ tree)."""
     cache = CACHE / f"jsonschema-{JSONSCHEMA_VERSION}-{folder}"
     if cache.is_dir():
         return cache
@@ -51,12 +52,24 @@ def fetch_suite(folder: str) -> Path:
     url = re.search(f'href="([^"#]*{sdist})', index).group(1)
     data = urllib.request.urlopen(url).read()
     cache.mkdir(parents=True)
+    inside = ("json", "remotes") if folder == "remotes" else ("json", "tests", folder)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts
-            if parts[1:4] == ("json", "tests", folder) and len(parts) == 5 and member.name.endswith(".json"):
-                (cache / parts[4]).write_bytes(tar.extractfile(member).read())
+            if parts[1:1 + len(inside)] == inside and member.isfile() and member.name.endswith(".json"):
+                if folder != "remotes" and len(parts) != 5:
+                    continue
+                target = cache.joinpath(*parts[1 + len(inside):])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(member).read())
     return cache
+
+
+def suite_remotes() -> dict:
+    """The documents the suite serves at http://localhost:1234/ (its refRemote tests), by URI."""
+    root = fetch_suite("remotes")
+    return {"http://localhost:1234/" + p.relative_to(root).as_posix(): json.loads(p.read_text())
+            for p in sorted(root.rglob("*.json"))}
 
 
 def declared_order(schema) -> dict[str, int]:
@@ -93,11 +106,16 @@ def accepts(state, text: str) -> bool:
 
 
 class Xgr2:
+    """xgr2, given the suite's remote documents as ``resources`` (nothing is fetched)."""
+
     name = "xgr2"
+
+    def __init__(self):
+        self.remotes = suite_remotes()
 
     def compile(self, schema):
         try:
-            grammar = xgr2.Grammar.from_json_schema(schema, any_whitespace=False, strict=False)
+            grammar = xgr2.Grammar.from_json_schema(schema, any_whitespace=False, strict=False, resources=self.remotes)
         except xgr2.SchemaError as e:
             return None, str(e)
         state = xgr2.compile(grammar, BYTES).initial_state()

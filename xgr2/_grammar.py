@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Mapping
 from typing import Any, Callable, Literal
 
 from . import _core
@@ -89,6 +90,7 @@ class Grammar(Frozen):
         separators: tuple[str, str] | None = None,
         strict: bool = True,
         unsupported: Literal["error", "warn", "ignore"] = "error",
+        resources: "Mapping[str, dict[str, Any] | bool | str] | None" = None,
     ) -> "Grammar":
         """A grammar for the JSON texts that are valid instances of ``schema``.
 
@@ -106,6 +108,12 @@ class Grammar(Frozen):
             unsupported: what to do with a keyword that cannot be expressed exactly:
                 ``"error"`` raises :class:`SchemaError`; ``"warn"`` / ``"ignore"`` widen
                 where the docs table says so (with a warning for ``"warn"``).
+            resources: other schema documents that ``$ref`` may name, by URI (as a
+                ``referencing.Registry`` holds them for ``jsonschema``); a relative URI is
+                taken relative to the schema's ``$id`` (or to an unnamed base, so that
+                ``{"$ref": "defs.json#/$defs/id"}`` finds the resource ``"defs.json"``).
+                A resource without ``$schema`` is read in the schema's draft. Nothing is
+                ever fetched: a ``$ref`` to a document not given here is an error.
 
         Raises:
             SchemaError: naming the keyword and its JSON pointer.
@@ -113,6 +121,8 @@ class Grammar(Frozen):
         >>> g = Grammar.from_json_schema({"type": "integer", "minimum": 1, "maximum": 12})
         >>> g.root
         'root'
+        >>> g = Grammar.from_json_schema({"$ref": "units.json#/$defs/unit"},
+        ...                              resources={"units.json": {"$defs": {"unit": {"enum": ["C", "F"]}}}})
         """
         if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
             schema = schema.model_json_schema()
@@ -129,9 +139,18 @@ class Grammar(Frozen):
         policies = {"error": 0, "warn": 1, "ignore": 2}
         if unsupported not in policies:
             raise ValueError(f'unsupported must be "error", "warn" or "ignore", got {unsupported!r}')
+        if resources is None:
+            resources = {}
+        if not isinstance(resources, Mapping) or not all(isinstance(uri, str) for uri in resources):
+            raise TypeError(f"resources must map URI strings to schemas, got {type(resources).__name__}")
+        documents = []
+        for uri, document in resources.items():
+            if not isinstance(document, (dict, bool, str)):
+                raise TypeError(f"resource {uri!r} must be a dict, bool or JSON string, got {type(document).__name__}")
+            documents.append((uri, _json_text(document, SchemaError, f"resource {uri!r}")))
         ir, notes = _core.GrammarIR.from_json_schema(
             text, bool(any_whitespace), -1 if indent is None else indent, separators, bool(strict),
-            policies[unsupported])
+            policies[unsupported], documents)
         if unsupported == "warn":
             for note in notes:
                 warnings.warn(note, SchemaWarning, stacklevel=2)

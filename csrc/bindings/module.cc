@@ -245,9 +245,10 @@ NB_MODULE(_core, m) {
       .def_static(
           "from_json_schema",
           [](nb::handle schema_obj, bool any_whitespace, int indent, std::optional<std::pair<std::string, std::string>> separators,
-             bool strict, int unsupported) {
+             bool strict, int unsupported, std::vector<std::pair<std::string, std::string>> resources) {
             std::string schema = Utf8(schema_obj, "schema");
             JsonSchemaOptions opt;
+            opt.resources = std::move(resources);
             opt.any_whitespace = any_whitespace;
             opt.indent = indent;
             if (separators) {
@@ -260,7 +261,8 @@ NB_MODULE(_core, m) {
             nb::gil_scoped_release release;
             return GrammarFromJsonSchema(schema, opt);
           },
-          "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a)
+          "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a,
+          "resources"_a = std::vector<std::pair<std::string, std::string>>())
       .def_static(
           "from_structural_tag",
           [](nb::handle spec_obj, const TokenizerInfo* tokenizer) {

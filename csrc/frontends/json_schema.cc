@@ -128,6 +128,25 @@ class SchemaCompiler {
   // listed integral numbers keep integer syntax (everywhere: narrower elsewhere).
   void SetIntegralAsIntegers(bool on) { text_.SetIntegralAsIntegers(on); }
 
+  struct PendingResource {
+    std::string name, uri;
+    const std::string* text;
+  };
+
+  // The schema's `$schema` (resources without one are read in it) and whether it is Draft 4.
+  void SetDraft(const JsonValue& declared, bool draft4) {
+    draft_ = declared;
+    SetIntegralAsIntegers(draft4);
+    draft4_ = draft4;
+  }
+
+  // Another document that `$ref`s may name by `name` (absolute), given as `uri`. Read only
+  // when a `$ref` needs it (as jsonschema's registry does): a resource that nothing refers
+  // to is never an error. The caller keeps `text` alive while this compiler lives.
+  void AddResource(const std::string& name, const std::string& uri, const std::string* text) {
+    pending_.push_back({name, uri, text});
+  }
+
   // Builds the rule `root` (rule 0) and returns its id.
   int32_t CompileRoot() {
     int32_t root = b_.NewRule("root");
@@ -242,29 +261,77 @@ class SchemaCompiler {
     return node;
   }
 
+  // The resource with the id `base`; else (a name relative to a document that has no $id
+  // of its own) an id that ends with it; else null.
+  const JsonValue* FindResource(const std::string& base) const {
+    auto exact = ids_.find(base);
+    if (exact != ids_.end()) return exact->second;
+    std::string tail = RefForMessage(base);
+    for (const auto& [id, n] : ids_) {
+      if (id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0 &&
+          id[id.size() - tail.size() - 1] == '/') {
+        return n;
+      }
+    }
+    return nullptr;
+  }
+
+  // Reads the pending resources named `base` (errors are the `$ref`'s, at `ptr`), or with
+  // `all` every pending one that reads without error (to find `$id`s inside them).
+  void ReadResources(const std::string& base, const std::string& ptr, bool all) {
+    for (size_t i = 0; i < pending_.size();) {
+      if (!all && pending_[i].name != base) {
+        ++i;
+        continue;
+      }
+      PendingResource r = pending_[i];
+      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+      try {
+        ReadResource(r, ptr);
+      } catch (const SchemaError&) {
+        if (!all) throw;
+      }
+    }
+  }
+
+  void ReadResource(const PendingResource& r, const std::string& ptr) {
+    JsonValue doc;
+    try {
+      doc = ParseJson(*r.text);
+    } catch (const std::invalid_argument& e) {
+      Fail("resource `" + r.uri + "` is not valid JSON: " + e.what(), ptr);
+    }
+    if (doc.IsObject() && !doc.Find("$schema") && draft_.IsString()) doc.members.emplace_back("$schema", draft_);
+    bool draft4 = false;
+    try {
+      draft4 = ReadAsDeclaredDraft(&doc);
+    } catch (const SchemaError& e) {
+      Fail("resource `" + r.uri + "`: " + e.what(), ptr);
+    }
+    if (draft4 != draft4_) {
+      Fail("resource `" + r.uri + "`: Draft 4 and later drafts mixed across documents are not supported", ptr);
+    }
+    MakeRefsAbsolute(&doc, true, r.name);
+    const JsonValue& kept = resources_.emplace_back(std::move(doc));
+    auto [it, fresh] = ids_.emplace(r.name, &kept);
+    if (!fresh && it->second != &kept && !JsonEqual(*it->second, kept)) ambiguous_ids_.insert(r.name);
+    IndexIds(kept, r.name);
+  }
+
   const JsonValue* Resolve(const std::string& ref, const std::string& ptr, std::string* target_ptr) {
     size_t hash = ref.find('#');
     std::string base = hash == std::string::npos ? ref : ref.substr(0, hash);
     std::string frag = hash == std::string::npos ? "" : ref.substr(hash + 1);
     const JsonValue* node = &root_;
     if (!base.empty() && base != kUnnamedDocument) {
-      node = nullptr;
-      // The resource with that id; else (a name relative to a document that has no $id
-      // of its own) an id that ends with the reference.
-      auto exact = ids_.find(base);
-      if (exact != ids_.end()) {
-        node = exact->second;
-      } else {
-        std::string tail = RefForMessage(base);
-        for (const auto& [id, n] : ids_) {
-          if (id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0 &&
-              id[id.size() - tail.size() - 1] == '/') {
-            node = n;
-            break;
-          }
-        }
+      ReadResources(base, ptr, false);
+      node = FindResource(base);
+      if (!node && !pending_.empty()) {  // an `$id` inside some resource: read them all
+        ReadResources(base, ptr, true);
+        node = FindResource(base);
       }
-      if (!node) Fail("$ref `" + RefForMessage(ref) + "` names a document that is not in this schema", ptr);
+      if (!node) Fail("$ref `" + RefForMessage(ref) + "` names a document that is neither this schema nor one of its resources "
+                      "(pass it in resources=)", ptr);
       if (ambiguous_ids_.count(base)) {
         Fail("$ref `" + RefForMessage(ref) + "` is resolved in `" + RefForMessage(base) +
                  "`, the $id of two different schemas",
@@ -2658,6 +2725,10 @@ class SchemaCompiler {
   std::map<const JsonValue*, const JsonValue*> rewritten_;  // WithoutUnevaluated
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
+  std::vector<PendingResource> pending_;  // resources not read yet
+  std::deque<JsonValue> resources_;  // those read (stable addresses: ids_ points into them)
+  JsonValue draft_;
+  bool draft4_ = false;
   int not_depth_ = 0;  // NotSchema calls in progress
   int disjoint_depth_ = 0;  // Disjoint calls in progress
   int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
@@ -2673,11 +2744,25 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   } catch (const std::invalid_argument& e) {
     throw SchemaError(std::string("the schema is not valid JSON: ") + e.what(), "");
   }
+  // A resource without `$schema` is read in the schema's draft (as jsonschema's registry does).
+  const JsonValue* declared = root.IsObject() ? root.Find("$schema") : nullptr;
+  JsonValue draft = declared && declared->IsString() ? *declared : JsonValue();
   bool draft4 = ReadAsDeclaredDraft(&root);
-  MakeRefsAbsolute(&root);
+  MakeRefsAbsolute(&root, !options.resources.empty());
+  // Other documents, named by their URIs resolved against the schema's base.
+  std::string base = kUnnamedDocument;
+  if (const JsonValue* id = root.IsObject() ? root.Find("$id") : nullptr;
+      id && id->IsString() && !id->text.empty() && id->text[0] != '#') {
+    base = id->text;
+  }
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
-  compiler.SetIntegralAsIntegers(draft4);
+  compiler.SetDraft(draft, draft4);
+  for (const auto& [uri, text] : options.resources) {
+    std::string name = ResolveUri(base, uri);
+    if (size_t hash = name.find('#'); hash != std::string::npos) name.resize(hash);
+    compiler.AddResource(name, uri, &text);
+  }
   g->root = compiler.CompileRoot();
   CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};

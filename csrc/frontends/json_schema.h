@@ -1,6 +1,7 @@
 // JSON Schema (Draft 2020-12, with the Draft-07 spellings) compiled to grammar IR.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "xgr2/grammar.h"
@@ -20,6 +21,10 @@ struct JsonSchemaOptions {
   // Undeclared properties only where the schema allows them explicitly.
   bool strict = true;
   UnsupportedPolicy unsupported = UnsupportedPolicy::kError;
+
+  // Other documents that `$ref`s may name: (URI, JSON text). A relative URI is taken
+  // relative to the schema's own base (its `$id`, else an unnamed document's).
+  std::vector<std::pair<std::string, std::string>> resources;
 
   static constexpr int kMaxWhitespace = 20;
   int max_whitespace = kMaxWhitespace;  // the bound on each run of any_whitespace

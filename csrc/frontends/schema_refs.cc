@@ -278,9 +278,9 @@ std::string ResolveUri(const std::string& base_text, const std::string& ref_text
   return Join(t);
 }
 
-bool MakeRefsAbsolute(JsonValue* root) {
-  if (!HasResourceId(*root, false)) return false;
-  Rewrite(root, kUnnamedDocument, false);
+bool MakeRefsAbsolute(JsonValue* root, bool always, const std::string& base) {
+  if (!always && !HasResourceId(*root, false)) return false;
+  Rewrite(root, base, false);
   return true;
 }
 

@@ -14,11 +14,12 @@ inline constexpr const char* kUnnamedDocument = "https://xgr2.invalid/schema.jso
 // RFC 3986 §5.2: `ref` resolved against the absolute URI `base` (dot segments removed).
 std::string ResolveUri(const std::string& base, const std::string& ref);
 
-// If the document has an `$id` that names a resource (not a `#name` anchor), rewrites
-// each `$id` to its absolute URI and each `$ref` to an absolute URI reference, both
-// resolved against the enclosing resource's base ($id before $ref, as in Draft 2020-12);
-// enum, const, default and examples are data and stay as written. Returns whether it did.
-bool MakeRefsAbsolute(JsonValue* root);
+// If the document has an `$id` that names a resource (not a `#name` anchor), or with
+// `always`, rewrites each `$id` to its absolute URI and each `$ref` to an absolute URI
+// reference, both resolved against the enclosing resource's base (the document's own is
+// `base`; $id before $ref, as in Draft 2020-12); enum, const, default and examples are
+// data and stay as written. Returns whether it did.
+bool MakeRefsAbsolute(JsonValue* root, bool always = false, const std::string& base = kUnnamedDocument);
 
 // Reads the document as the draft its `$schema` names (the meta-schema URI of Draft 4, 6,
 // 7, 2019-09 or 2020-12, normalised as jsonschema normalises it; any other, or none,
