@@ -84,8 +84,9 @@ def worker(out_path: str, docs: int, files: list[str]) -> None:
     from test_json_schema import BYTES, ecma_property_patterns, random_document, validator_class
 
 
-    resources = corpus_resources()
-    patterns_read_as_ecma = {uri: ecma_property_patterns(doc) for uri, doc in resources.items()}
+    documents = corpus_resources()
+    patterns_read_as_ecma = {uri: ecma_property_patterns(doc) for uri, doc in documents.items()}
+    resources = {uri: json.dumps(doc) for uri, doc in documents.items()}  # as JSON text: not re-serialized per call
 
     @functools.lru_cache(maxsize=4)
     def registry_for(declared: str) -> referencing.Registry:

@@ -11,21 +11,11 @@ namespace {
 constexpr size_t kMaxEntries = 4096;
 constexpr size_t kMaxKeyBytes = 32 << 20;  // schema texts kept as keys
 
-// Length-prefixed, so that no two different resource lists give one key.
-std::string ResourcesKey(const JsonSchemaOptions& o) {
-  std::string key = std::to_string(o.resources.size());
-  for (const auto& [uri, text] : o.resources) {
-    key += ";" + std::to_string(uri.size()) + ":" + uri + std::to_string(text.size()) + ":" + text;
-  }
-  return key;
-}
-
 std::string OptionsKey(const JsonSchemaOptions& o) {
   return std::to_string(o.any_whitespace) + "," + std::to_string(o.indent) + "," + std::to_string(o.has_separators) +
          "," + std::to_string(o.item_separator.size()) + ":" + o.item_separator + "," +
          std::to_string(o.key_separator.size()) + ":" + o.key_separator + "," + std::to_string(o.strict) + "," +
-         std::to_string(static_cast<int>(o.unsupported)) + "," + std::to_string(o.max_whitespace) + "," +
-         ResourcesKey(o) + "|";
+         std::to_string(static_cast<int>(o.unsupported)) + "," + std::to_string(o.max_whitespace) + "|";
 }
 
 class SchemaCache {
@@ -67,6 +57,9 @@ SchemaCache& Cache() {
 }  // namespace
 
 JsonSchemaGrammar CachedJsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options) {
+  // With other documents the key would have to hold them all (a registry of megabytes,
+  // copied per call, for documents the schema may not even read): compiled afresh.
+  if (!options.resources.empty()) return JsonSchemaToGrammar(schema_json, options);
   std::string key = OptionsKey(options) + schema_json;
   JsonSchemaGrammar out;
   if (Cache().Find(key, &out)) return out;
