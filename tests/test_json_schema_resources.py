@@ -2,10 +2,11 @@
 against jsonschema with the same documents in a ``referencing.Registry``.
 
 Each case compiles to a grammar that agrees with the validator on every instance listed
-(compact JSON, keys in the order written). Relative resource URIs resolve against the
-schema's ``$id``, or, for a schema without one, against one unnamed base (so that
-``{"$ref": "defs.json"}`` finds the resource ``"defs.json"``, as a registry keyed by the
-same relative name lets jsonschema find it).
+(compact JSON, keys in the order written). Resource names are taken as given (a relative
+one against one unnamed base), as a registry keeps them; the cases a review found where
+xgr2 read documents otherwise than jsonschema (drafts mixed across documents, a resource
+whose ``$id`` is not its name, two documents with one ``$id``, a resource under the
+schema's own URI) must be refused or agree, never accept more.
 """
 
 from __future__ import annotations
@@ -56,9 +57,10 @@ CASES = [
                                  "required": ["x"]}}},
       "b.json": {"anyOf": [{"type": "integer"}, {"$ref": "a.json#/$defs/p"}]}},
      [{"x": 1}, {"x": {"x": 2}}, {"x": "1"}, {}]),
-    # an $id inside a resource whose key is another name (found by reading every resource)
+    # an $id inside a resource (found by reading every resource), a broken resource unused
     ({"$ref": "https://example.com/real.json"},
-     {"key.json": {"$id": "https://example.com/real.json", "type": "boolean"}, "unused.json": "{ not JSON"},
+     {"https://example.com/k.json": {"$defs": {"b": {"$id": "real.json", "type": "boolean"}}},
+      "unused.json": "{ not JSON"},
      [True, 1]),
     # a resource without $schema is read in the schema's draft (Draft 7: items as an array)
     ({"$schema": DRAFT7, "$ref": "pair.json"}, {"pair.json": {"type": "array", "items": [{"type": "integer"},
@@ -94,6 +96,50 @@ def test_grammar_agrees_with_jsonschema_and_its_registry(schema, resources, inst
     assert True in verdicts and False in verdicts  # each case tells valid from invalid
 
 
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+NEVER_WIDER = [
+    ({"type": "object", "properties": {"a": {"$ref": "schema.json"}}}, {"schema.json": {"type": "integer"}},
+     [{"a": {}}, {"a": 1}]),
+    ({"type": "object", "properties": {"a": {"$ref": "d/x.json"}, "b": {"$ref": "x.json"}}},
+     {"d/x.json": {"type": "integer"}, "k.json": {"$id": "x.json", "type": "string"}}, [{"b": 1}, {"b": "s"}]),
+    ({"$id": "schemas/main.json", "$ref": "defs.json"},
+     {"schemas/defs.json": {"type": "integer"}, "a/schemas/defs.json": {"type": "string"}}, ["a", 1]),
+    ({"type": "object", "properties": {"a": {"$ref": "https://e.com/y.json"}, "b": {"$ref": "x.json"}}},
+     {"good.json": {"$defs": {"y": {"$id": "https://e.com/y.json"}, "x": {"$id": "https://e.com/x.json", "type": "string"}}},
+      "x.json": {"$schema": DRAFT4, "type": "integer"}}, [{"b": "s"}, {"b": 1}]),
+    ({"type": "object", "properties": {"a": {"$ref": "q.json"}, "b": {"$ref": "https://e.com/x.json"}}},
+     {"p.json": {"$id": "https://e.com/x.json", "type": "integer"}, "q.json": {"$id": "https://e.com/x.json", "type": "string"}},
+     [{"b": "s"}, {"b": 1}]),
+    ({"$ref": "r7.json#/definitions/a"},
+     {"r7.json": {"$schema": DRAFT7, "definitions": {"a": {"$ref": "#/definitions/b", "maximum": 5},
+                                                     "b": {"type": "integer"}}}}, [7, 3]),
+    ({"$schema": DRAFT7, "$ref": "r.json#/$defs/a"},
+     {"r.json": {"$schema": D2020, "$defs": {"a": {"type": "object", "dependencies": {"x": ["y"]}}}}}, [{"x": 1}, {}]),
+    ({"$ref": "https://e.com/k/key.json"},
+     {"https://e.com/k/key.json": {"$id": "https://e.com/other/x.json", "$ref": "y.json"},
+      "https://e.com/k/y.json": {"type": "integer"}, "https://e.com/other/y.json": {"type": "string"}}, ["a", 1]),
+]
+
+
+@pytest.mark.parametrize("schema, resources, instances", NEVER_WIDER, ids=[str(i) for i in range(len(NEVER_WIDER))])
+def test_documents_read_otherwise_than_jsonschema_are_refused_or_agree(schema, resources, instances):
+    try:
+        grammar = xgr2.Grammar.from_json_schema(schema, any_whitespace=False, strict=False, resources=resources)
+    except xgr2.SchemaError:
+        return
+    state = xgr2.compile(grammar, BYTES).initial_state()
+    validator = jsonschema.validators.validator_for(schema)(schema, registry=registry_for(schema, resources))
+    for value in instances:
+        text = json.dumps(value, separators=(",", ":"))
+        assert accepts(state, text) == validator.is_valid(value), (schema, text)
+
+
+def test_a_chain_of_thousands_of_refs_is_bounded_not_a_crash():
+    resources = {f"r{i}.json": {"type": "array", "items": {"$ref": f"r{i + 1}.json"}} for i in range(6000)}
+    with pytest.raises(xgr2.SchemaError, match="nested more than"):
+        xgr2.Grammar.from_json_schema({"$ref": "r0.json"}, resources=resources)
+
+
 def test_a_document_not_given_is_an_error_naming_resources():
     with pytest.raises(xgr2.SchemaError, match="resources") as info:
         xgr2.Grammar.from_json_schema({"properties": {"a": {"$ref": "other.json"}}}, resources={"units.json": UNITS})
@@ -113,7 +159,7 @@ def test_bad_resources_are_clear_errors():
         xgr2.Grammar.from_json_schema({}, resources=[("a.json", {})])
     with pytest.raises(TypeError, match="resource 'a.json' must be"):
         xgr2.Grammar.from_json_schema({}, resources={"a.json": 3})
-    with pytest.raises(xgr2.SchemaError, match="mixed across documents"):
+    with pytest.raises(xgr2.SchemaError, match="documents of different drafts"):
         xgr2.Grammar.from_json_schema({"$schema": DRAFT4, "$ref": "a.json"},
                                       resources={"a.json": {"$schema": DRAFT7, "type": "integer"}})
 

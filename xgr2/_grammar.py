@@ -108,12 +108,17 @@ class Grammar(Frozen):
             unsupported: what to do with a keyword that cannot be expressed exactly:
                 ``"error"`` raises :class:`SchemaError`; ``"warn"`` / ``"ignore"`` widen
                 where the docs table says so (with a warning for ``"warn"``).
-            resources: other schema documents that ``$ref`` may name, by URI (as a
-                ``referencing.Registry`` holds them for ``jsonschema``); a relative URI is
-                taken relative to the schema's ``$id`` (or to an unnamed base, so that
-                ``{"$ref": "defs.json#/$defs/id"}`` finds the resource ``"defs.json"``).
-                A resource without ``$schema`` is read in the schema's draft. Nothing is
-                ever fetched: a ``$ref`` to a document not given here is an error.
+            resources: other schema documents that ``$ref`` may name, by URI, as a
+                ``referencing.Registry`` holds them for ``jsonschema``: names are taken as
+                given (so ``{"$ref": "defs.json#/$defs/id"}`` in a schema without ``$id``
+                finds the resource ``"defs.json"``). Read when a ``$ref`` first names
+                another document; one that cannot be read is an error only where a ``$ref``
+                names it. A resource without ``$schema`` is read in the schema's draft;
+                documents of different drafts, an ``$id`` that two documents claim, and a
+                resource whose ``$id`` differs from its name while it has relative
+                references are refused (jsonschema reads those otherwise than the
+                standard). Nothing is ever fetched: a ``$ref`` to a document not given here
+                is an error.
 
         Raises:
             SchemaError: naming the keyword and its JSON pointer.
@@ -141,10 +146,17 @@ class Grammar(Frozen):
             raise ValueError(f'unsupported must be "error", "warn" or "ignore", got {unsupported!r}')
         if resources is None:
             resources = {}
-        if not isinstance(resources, Mapping) or not all(isinstance(uri, str) for uri in resources):
+        if not isinstance(resources, Mapping):
             raise TypeError(f"resources must map URI strings to schemas, got {type(resources).__name__}")
         documents = []
         for uri, document in resources.items():
+            if not isinstance(uri, str):
+                raise TypeError(f"resources must map URI strings to schemas, got the key {uri!r}")
+            for part, what in ((uri, "URI"), (document if isinstance(document, str) else "", "JSON text")):
+                try:
+                    part.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise SchemaError(f"resource {uri!r}: its {what} is not valid Unicode (a lone surrogate)", "") from None
             if not isinstance(document, (dict, bool, str)):
                 raise TypeError(f"resource {uri!r} must be a dict, bool or JSON string, got {type(document).__name__}")
             documents.append((uri, _json_text(document, SchemaError, f"resource {uri!r}")))

@@ -32,6 +32,7 @@ using Kind = JsonValue::Kind;
 
 constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to here
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
+constexpr int kMaxSchemaNesting = 1000;  // subschemas compiled inside one another (C++ frames)
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 constexpr int kMaxDisjointDepth = 3;   // Disjoint looks into anyOf / oneOf branches up to this nesting
@@ -137,7 +138,16 @@ class SchemaCompiler {
   void SetDraft(const JsonValue& declared, bool draft4) {
     draft_ = declared;
     SetIntegralAsIntegers(draft4);
-    draft4_ = draft4;
+    JsonValue probe;
+    probe.kind = JsonValue::Kind::kObject;
+    if (declared.IsString()) probe.members.emplace_back("$schema", declared);
+    draft_number_ = DeclaredDraft(probe);
+  }
+
+  // The schema's own URI: its `$id` (absolute by now), else the unnamed document's.
+  void SetRootBase(const std::string& base, bool has_id) {
+    root_base_ = base;
+    root_has_id_ = has_id;
   }
 
   // Another document that `$ref`s may name by `name` (absolute), given as `uri`. Read only
@@ -145,6 +155,7 @@ class SchemaCompiler {
   // to is never an error. The caller keeps `text` alive while this compiler lives.
   void AddResource(const std::string& name, const std::string& uri, const std::string* text) {
     pending_.push_back({name, uri, text});
+    has_resources_ = true;
   }
 
   // Builds the rule `root` (rule 0) and returns its id.
@@ -261,11 +272,13 @@ class SchemaCompiler {
     return node;
   }
 
-  // The resource with the id `base`; else (a name relative to a document that has no $id
-  // of its own) an id that ends with it; else null.
-  const JsonValue* FindResource(const std::string& base) const {
+  // The resource with the id `base`; else, in a compile without resources (a name
+  // relative to a document that has no $id of its own), an id that ends with it; else null.
+  const JsonValue* FindResource(const std::string& base, const std::string& ptr) const {
     auto exact = ids_.find(base);
     if (exact != ids_.end()) return exact->second;
+    if (auto failed = unreadable_.find(base); failed != unreadable_.end()) Fail(failed->second, ptr);
+    if (has_resources_) return nullptr;
     std::string tail = RefForMessage(base);
     for (const auto& [id, n] : ids_) {
       if (id.size() > tail.size() && id.compare(id.size() - tail.size(), tail.size(), tail) == 0 &&
@@ -276,40 +289,79 @@ class SchemaCompiler {
     return nullptr;
   }
 
-  // Reads the pending resources named `base` (errors are the `$ref`'s, at `ptr`), or with
-  // `all` every pending one that reads without error (to find `$id`s inside them).
-  void ReadResources(const std::string& base, const std::string& ptr, bool all) {
-    for (size_t i = 0; i < pending_.size();) {
-      if (!all && pending_[i].name != base) {
-        ++i;
-        continue;
-      }
-      PendingResource r = pending_[i];
-      pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+  // Reads every resource, once, when a `$ref` first names another document than the
+  // schema: all of them, so that an `$id` that two documents claim is always seen. A
+  // resource that cannot be read is an error only where a `$ref` names it.
+  void ReadResources() {
+    for (const PendingResource& r : pending_) {
       try {
-        ReadResource(r, ptr);
-      } catch (const SchemaError&) {
-        if (!all) throw;
+        ReadResource(r);
+      } catch (const SchemaError& e) {
+        unreadable_.emplace(r.name, e.what());
       }
     }
+    pending_.clear();
+    // An `$id` inside a resource that is the schema's own (unnamed) URI: which one a `$ref`
+    // means is unclear.
+    if (!root_has_id_ && ids_.count(root_base_)) ambiguous_ids_.insert(root_base_);
   }
 
-  void ReadResource(const PendingResource& r, const std::string& ptr) {
+  // RFC 3986 §3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":" before any / ? #.
+  static bool HasScheme(const std::string& uri) {
+    size_t colon = uri.find_first_of(":/?#");
+    if (colon == std::string::npos || colon == 0 || uri[colon] != ':' || !isalpha(static_cast<unsigned char>(uri[0]))) {
+      return false;
+    }
+    return std::all_of(uri.begin(), uri.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
+      return isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
+    });
+  }
+
+  // Whether a `$ref` anywhere in `s` has a relative path (neither `#...` nor an absolute URI).
+  static bool HasRelativeDocumentRef(const JsonValue& s) {
+    if (s.IsArray()) {
+      for (const JsonValue& x : s.items) {
+        if (HasRelativeDocumentRef(x)) return true;
+      }
+    } else if (s.IsObject()) {
+      for (const auto& [k, v] : s.members) {
+        if (k == "$ref" && v.IsString() && !v.text.empty() && v.text[0] != '#' && !HasScheme(v.text)) return true;
+        if (!IsSchemaData(k) && HasRelativeDocumentRef(v)) return true;
+      }
+    }
+    return false;
+  }
+
+  void ReadResource(const PendingResource& r) {
     JsonValue doc;
     try {
       doc = ParseJson(*r.text);
     } catch (const std::invalid_argument& e) {
-      Fail("resource `" + r.uri + "` is not valid JSON: " + e.what(), ptr);
+      Fail("resource `" + r.uri + "` is not valid JSON: " + e.what(), "");
     }
     if (doc.IsObject() && !doc.Find("$schema") && draft_.IsString()) doc.members.emplace_back("$schema", draft_);
-    bool draft4 = false;
-    try {
-      draft4 = ReadAsDeclaredDraft(&doc);
-    } catch (const SchemaError& e) {
-      Fail("resource `" + r.uri + "`: " + e.what(), ptr);
+    // jsonschema reads a referenced subschema in the referring schema's draft unless it
+    // names its own: documents of different drafts are refused, as within one document.
+    if (doc.IsObject() && DeclaredDraft(doc) != draft_number_) {
+      Fail("resource `" + r.uri + "`: documents of different drafts are not supported", "");
     }
-    if (draft4 != draft4_) {
-      Fail("resource `" + r.uri + "`: Draft 4 and later drafts mixed across documents are not supported", ptr);
+    try {
+      ReadAsDeclaredDraft(&doc);
+    } catch (const SchemaError& e) {
+      Fail("resource `" + r.uri + "`: " + e.what(), "");
+    }
+    // An `$id` other than its name is the base of its relative references by the standard,
+    // while jsonschema's registry resolves them against the name it was reached by: only
+    // references that mean the same either way (`#...`, absolute URIs) are accepted then.
+    if (const JsonValue* id = doc.IsObject() ? doc.Find("$id") : nullptr; id && id->IsString() && !id->text.empty() &&
+                                                                       id->text[0] != '#') {
+      std::string named = ResolveUri(r.name, id->text);
+      if (size_t hash = named.find('#'); hash != std::string::npos) named.resize(hash);
+      if (named != r.name && HasRelativeDocumentRef(doc)) {
+        Fail("resource `" + r.uri + "` has the $id `" + RefForMessage(named) +
+                 "` and a relative $ref to another document, which the two URIs would resolve differently",
+             "");
+      }
     }
     MakeRefsAbsolute(&doc, true, r.name);
     const JsonValue& kept = resources_.emplace_back(std::move(doc));
@@ -323,13 +375,12 @@ class SchemaCompiler {
     std::string base = hash == std::string::npos ? ref : ref.substr(0, hash);
     std::string frag = hash == std::string::npos ? "" : ref.substr(hash + 1);
     const JsonValue* node = &root_;
-    if (!base.empty() && base != kUnnamedDocument) {
-      ReadResources(base, ptr, false);
-      node = FindResource(base);
-      if (!node && !pending_.empty()) {  // an `$id` inside some resource: read them all
-        ReadResources(base, ptr, true);
-        node = FindResource(base);
-      }
+    if (!pending_.empty() && !base.empty() && base != root_base_) ReadResources();
+    if (!base.empty() && base == root_base_ && ambiguous_ids_.count(base)) {
+      Fail("$ref `" + RefForMessage(ref) + "`: a resource has an $id that is the schema's own URI", ptr);
+    }
+    if (!base.empty() && base != root_base_) {
+      node = FindResource(base, ptr);
       if (!node) Fail("$ref `" + RefForMessage(ref) + "` names a document that is neither this schema nor one of its resources "
                       "(pass it in resources=)", ptr);
       if (ambiguous_ids_.count(base)) {
@@ -346,7 +397,8 @@ class SchemaCompiler {
       *target_ptr = RefForMessage(ref);
       return it->second;
     }
-    *target_ptr = frag.empty() ? RefForMessage(ref) : frag;
+    // Inside another document, pointers name it (`r.json/$defs/a`), as whole-document refs do.
+    *target_ptr = frag.empty() ? RefForMessage(ref) : node == &root_ ? frag : RefForMessage(base) + frag;
     return FollowPointer(node, frag, ptr);
   }
 
@@ -1481,6 +1533,16 @@ class SchemaCompiler {
   // The expression for the JSON texts valid under `s`, at nesting `depth`.
   int32_t Schema(const JsonValue& s_in, const std::string& ptr_in, int depth) {
     if (text_.layout().DependsOnDepth() && depth > kMaxIndentDepth) return Nothing(&b_);
+    // Each nested subschema is a C++ frame: a bound, not a stack overflow (a chain of
+    // thousands of `$ref`s, each to the next document's `items`, nests that deep).
+    struct Nesting {
+      int* n;
+      ~Nesting() { --*n; }
+    } nesting{&schema_nesting_};
+    if (++schema_nesting_ > kMaxSchemaNesting) {
+      Fail("subschemas nested more than " + std::to_string(kMaxSchemaNesting) + " deep (a long chain of $refs?)",
+           ptr_in);
+    }
     std::string ptr = ptr_in;
     const JsonValue& s = *PureRefTarget(&s_in, ptr_in, &ptr);
     auto key = std::make_pair(&s, LayoutDepth(depth));
@@ -2726,10 +2788,14 @@ class SchemaCompiler {
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;
   std::vector<PendingResource> pending_;  // resources not read yet
+  std::map<std::string, std::string> unreadable_;  // resource name -> why it could not be read
+  std::string root_base_ = kUnnamedDocument;  // the schema's own URI (its $id, else unnamed)
+  bool root_has_id_ = false, has_resources_ = false;
+  int draft_number_ = 0;
   std::deque<JsonValue> resources_;  // those read (stable addresses: ids_ points into them)
   JsonValue draft_;
-  bool draft4_ = false;
   int not_depth_ = 0;  // NotSchema calls in progress
+  int schema_nesting_ = 0;  // Schema calls in progress
   int disjoint_depth_ = 0;  // Disjoint calls in progress
   int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
@@ -2749,18 +2815,25 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   JsonValue draft = declared && declared->IsString() ? *declared : JsonValue();
   bool draft4 = ReadAsDeclaredDraft(&root);
   MakeRefsAbsolute(&root, !options.resources.empty());
-  // Other documents, named by their URIs resolved against the schema's base.
   std::string base = kUnnamedDocument;
-  if (const JsonValue* id = root.IsObject() ? root.Find("$id") : nullptr;
-      id && id->IsString() && !id->text.empty() && id->text[0] != '#') {
-    base = id->text;
-  }
+  const JsonValue* id = root.IsObject() ? root.Find("$id") : nullptr;
+  bool has_id = id && id->IsString() && !id->text.empty() && id->text[0] != '#';
+  if (has_id) base = id->text.substr(0, id->text.find('#'));
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
   compiler.SetDraft(draft, draft4);
+  compiler.SetRootBase(base, has_id);
+  // Other documents, named by their URIs as given (a relative one against the unnamed
+  // document's base, as a registry keeps names as given).
   for (const auto& [uri, text] : options.resources) {
-    std::string name = ResolveUri(base, uri);
+    std::string name = ResolveUri(kUnnamedDocument, uri);
     if (size_t hash = name.find('#'); hash != std::string::npos) name.resize(hash);
+    if (name == base) {
+      // The schema's own `$id`: the schema wins, as in jsonschema (a registry that holds
+      // the schema itself is common). The unnamed document's URI is nobody's name.
+      if (has_id) continue;
+      throw SchemaError("resource `" + uri + "` is given under the URI xgr2 gives a schema without $id", "");
+    }
     compiler.AddResource(name, uri, &text);
   }
   g->root = compiler.CompileRoot();

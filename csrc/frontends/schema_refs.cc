@@ -237,6 +237,12 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
 
 }  // namespace
 
+int DeclaredDraft(const JsonValue& root) {
+  const JsonValue* declared = root.IsObject() ? root.Find("$schema") : nullptr;
+  int draft = declared && declared->IsString() ? DraftOfUri(declared->text) : 0;
+  return draft == 0 ? kDraft2020 : draft;
+}
+
 bool ReadAsDeclaredDraft(JsonValue* root) {
   bool draft4 = false;
   ReadAsDraft(root, false, 0, &draft4, "");
