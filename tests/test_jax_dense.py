@@ -10,6 +10,7 @@ import os
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 
 import functools
+import math
 
 import jax
 import jax.numpy as jnp
@@ -133,3 +134,19 @@ def test_gpu_lowering_takes_the_dense_path_except_top_p():
     greedy = _sampling._greedy.trace(jnp.zeros((2, 300), jnp.float32), jnp.zeros((2, 10), jnp.int32), None,
                                      kernels=True).lower(lowering_platforms=("cuda",)).as_text()
     assert "stablehlo.while" not in greedy and "custom_call" not in greedy
+
+
+def test_tokens_far_below_the_maximum_are_still_drawn():
+    """A peaked row over a large vocabulary: one token at logit 0, 16,383 at -18. Their mass
+    is 16,383 e^-18 ~ 2.5e-4, so 40,960 draws expect ~10 of them. Gumbel noise from JAX's
+    default 23-bit uniforms stops near 16 and drew none (a review's finding; the noise now
+    has 64 random bits). Fixed keys: deterministic."""
+    vocab, rows, gap = 16384, 4096, 18.0
+    logits = np.full((rows, vocab), -gap, np.float32)
+    logits[:, 0] = 0.0
+    bitmask = jnp.full((rows, vocab // 32), -1, jnp.int32)
+    temperature = jnp.ones((rows,), jnp.float32)
+    tail = sum(int((np.asarray(_dense(jax.random.key(seed), jnp.asarray(logits), bitmask, temperature, None, None)) != 0).sum())
+               for seed in range(10))
+    expected = (vocab - 1) * math.exp(-gap) / (1 + (vocab - 1) * math.exp(-gap)) * rows * 10
+    assert 2 <= tail <= 3 * expected, (tail, expected)

@@ -5,8 +5,8 @@ over the logits with conditionals (``lax.cond`` on "does any row need the slow p
 which suits the CPU, where a pass is expensive. An XLA GPU executable reads each such
 predicate back to the host, while a pass over ``[B, V]`` float32 costs microseconds there.
 So here every row takes every pass: the masked maximum, the greedy token, min-p, then
-Gumbel-max over the kept tokens (``argmax(log w + G)``, exactly distributed as
-``w / sum(w)``). Measured on an H200 (benchmarks/RESULTS.md), it beats the generic path
+Gumbel-max over the kept tokens (``argmax(log w + G)``, distributed as ``w / sum(w)`` up to
+the resolution of the noise: tokens below ``e^-34`` of the most likely one are never drawn). Measured on an H200 (benchmarks/RESULTS.md), it beats the generic path
 for greedy, plain and min-p sampling; with top-k (``lax.top_k``) or top-p (32 bisection
 passes) it lost, so those keep the generic path. Same semantics as
 :func:`xgr2.jax.sample`; other random numbers, so a key draws other tokens than on the CPU.
@@ -75,6 +75,11 @@ def dense_sample(
     if min_p is not None:
         log_min_p = jnp.where(min_p > 0, jnp.log(jnp.minimum(min_p, _F32(1))), _F32(_NEG_INF))
         keep &= z >= log_min_p[:, None]
-    score = jnp.where(keep, z + jax.random.gumbel(key, (batch, vocab), _F32), _F32(_NEG_INF))
+    # mode="high": Gumbels from 2 x 32 random bits. The default ("low", 23-bit uniforms)
+    # caps the noise near 16, so tokens 12 or more below the maximum (after temperature),
+    # which a large vocabulary holds by the thousand, were drawn too rarely and those past
+    # ~19 never; now the cap is near 34 (a token that far below has probability < 2e-15).
+    noise = jax.random.gumbel(key, (batch, vocab), _F32, mode="high")
+    score = jnp.where(keep, z + noise, _F32(_NEG_INF))
     drawn = jnp.argmax(score, axis=1).astype(jnp.int32)
     return jnp.where(sampling & jnp.any(keep, axis=1), drawn, greedy)

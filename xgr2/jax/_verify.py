@@ -39,7 +39,7 @@ class VerifyResult(NamedTuple):
 # (node, last child tried, accepted length, accepted path, residual probs, done) for speculative.
 _GreedyState = tuple[jax.Array, jax.Array, jax.Array, jax.Array]
 _SpeculativeState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
-# (node, last child tried, accepted length, accepted path, mass of rejected tokens, done).
+# (node, last child tried, accepted length, accepted path, removed children, done).
 _OneHotState = tuple[jax.Array, jax.Array, jax.Array, jax.Array, jax.Array, jax.Array]
 
 
@@ -133,8 +133,9 @@ def _verify_one_hot_drafts(key: jax.Array, probs: jax.Array, parents: jax.Array,
     With a one-hot draft ``q = e_t``, rejecting ``t`` turns the residual into ``p`` with
     ``p(t)`` removed and renormalised. So the residual at node ``cur`` is always
     ``probs[cur]`` without the tokens of the children already rejected there, divided by
-    ``1 - E`` (``E`` their mass, each token counted once): a child's acceptance probability
-    is a gather, and only the bonus token reads a whole row. The same uniforms as the
+    the mass left (a rejection that would leave none removes nothing, as in the general
+    loop): a child's acceptance probability is a gather, and only the bonus token reads a
+    whole row. The same uniforms as the
     general loop (``fold_in(key, i)`` at step ``i``), so both draw the same tokens up to
     rounding.
     """
@@ -142,42 +143,58 @@ def _verify_one_hot_drafts(key: jax.Array, probs: jax.Array, parents: jax.Array,
     node = jax.lax.broadcasted_iota(jnp.int32, (batch, n), 1)
     zero = jnp.zeros((batch,), jnp.int32)
     path0 = jnp.full((batch, depth), -1, jnp.int32).at[:, 0].set(0)
+    # The residual's mass is summed from small parts, never as 1 - E (which cancels when the
+    # drafts cover almost all of it): `rest`, the mass of a node's row outside its children's
+    # tokens (one pass), plus its children's distinct tokens not yet removed.
+    real = valid & (node > 0)
+    drafted = jnp.zeros(probs.shape, jnp.bool_).at[
+        jnp.arange(batch)[:, None], jnp.maximum(parents, 0), tokens].max(real)
+    rest = jnp.sum(jnp.where(drafted, _F32(0), probs), axis=2)
+    same_token = tokens[:, :, None] == tokens[:, None, :]  # [B, N, N]
+    siblings = (parents[:, :, None] == parents[:, None, :]) & real[:, :, None] & real[:, None, :]
+    earlier = node[:, None, :] < node[:, :, None]
+    first = real & ~jnp.any(siblings & same_token & earlier, axis=2)  # first child drafting its token
 
-    def rejected_before(cur: jax.Array, child: jax.Array, token: jax.Array) -> jax.Array:
-        """Whether a child of ``cur`` before ``child`` (all tried and rejected) drafted ``token``."""
-        earlier = (parents == cur[:, None]) & valid & (node > cur[:, None]) & (node < child[:, None])
-        return jnp.any(earlier & (tokens == token[:, None]), axis=1)
+    def removed_before(removed: jax.Array, cur: jax.Array, token: jax.Array) -> jax.Array:
+        """Whether a rejected child of ``cur`` whose token left the residual drafted ``token``."""
+        return jnp.any(removed & (parents == cur[:, None]) & (tokens == token[:, None]), axis=1)
+
+    def remaining_mass(removed: jax.Array, cur: jax.Array) -> jax.Array:
+        kids = first & (parents == cur[:, None])
+        gone = jnp.any(same_token & (removed & (parents == cur[:, None]))[:, None, :], axis=2)
+        p_kids = jnp.take_along_axis(_pick(probs, cur), tokens, axis=1)  # [B, N]
+        return _pick(rest, cur) + jnp.sum(jnp.where(kids & ~gone, p_kids, _F32(0)), axis=1)
 
     def step(i: jax.Array, state: _OneHotState) -> _OneHotState:
-        cur, tried, length, path, excluded, done = state
+        cur, tried, length, path, removed, done = state
         cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
         has = jnp.any(cand, axis=1)
         child = jnp.argmax(cand, axis=1).astype(jnp.int32)
         token = _pick(tokens, child)
         p_row = jnp.take_along_axis(_pick(probs, cur), token[:, None], 1)[:, 0]
-        p_row = jnp.where(rejected_before(cur, child, token), _F32(0), p_row)
-        remaining = 1 - excluded
+        p_row = jnp.where(removed_before(removed, cur, token), _F32(0), p_row)
+        remaining = remaining_mass(removed, cur)
         p_t = jnp.where(remaining > 0, p_row / jnp.where(remaining > 0, remaining, 1), p_row)
         u = jax.random.uniform(jax.random.fold_in(key, i), (batch,), _F32)
         live = has & ~done
         accept = live & (u < p_t)
         reject = live & ~accept
-        # As the general loop: a rejection that would leave no mass keeps the residual.
-        excluded = jnp.where(reject & (excluded + p_row < 1), excluded + p_row, excluded)
-        excluded = jnp.where(accept, _F32(0), excluded)
+        # As the general loop: a rejection that would leave no mass keeps the residual (the
+        # token stays in it, for later siblings and the bonus token alike).
+        drop = reject & (remaining - p_row > 0)
+        removed = removed | (drop[:, None] & (node == child[:, None]))
         slot = jnp.minimum(length + 1, depth - 1)
         path = path.at[jnp.arange(batch), slot].set(jnp.where(accept, child, _pick(path, slot)))
         return (
             jnp.where(accept, child, cur), jnp.where(live, child, tried), length + accept.astype(jnp.int32), path,
-            excluded, done | (~has & ~done),
+            removed, done | (~has & ~done),
         )
 
-    state = (zero, zero, zero, path0, jnp.zeros((batch,), _F32), zero > 0)
-    cur, tried, length, path, excluded, _ = jax.lax.fori_loop(0, n, step, state)
-    # The bonus comes from the last node's row without its rejected children's tokens
-    # (those with index <= tried).
+    state = (zero, zero, zero, path0, jnp.zeros((batch, n), jnp.bool_), zero > 0)
+    cur, _, length, path, removed, _ = jax.lax.fori_loop(0, n, step, state)
+    # The bonus comes from the last node's row without the tokens its rejections removed.
     row = _pick(probs, cur)
-    gone = (parents == cur[:, None]) & valid & (node > cur[:, None]) & (node <= tried[:, None])
+    gone = removed & (parents == cur[:, None])
     hit = jnp.zeros(row.shape, jnp.bool_).at[jnp.arange(batch)[:, None], tokens].max(gone)
     resid = jnp.where(hit, _F32(0), row)
     resid = jnp.where(jnp.any(resid > 0, axis=1, keepdims=True), resid, row)  # rounding left no mass
