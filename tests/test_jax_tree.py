@@ -236,3 +236,22 @@ def test_no_retrace_across_steps():
 def test_doctests():
     assert doctest.testmod(_tree).failed == 0
     assert doctest.testmod(_verify).failed == 0
+
+
+@pytest.mark.parametrize("seed", [68974243, 200419027])
+def test_drafts_covering_almost_all_mass_match_the_textbook_loop(seed):
+    """Children drafting every token of the root's row but one of mass 2.5e-8, at keys (a
+    review's search) whose uniforms reject the first four: the residual's mass must not be
+    taken as 1 - E (it cancels to rounding and the last child, certain by then, was
+    rejected and a rejected token emitted)."""
+    logits = np.zeros((1, 6, 5), np.float32)
+    logits[0, 0] = np.log([0.5, 0.25, 0.125, 0.125 - 2.5e-8, 2.5e-8])
+    allowed = np.ones((1, 6, 5), bool)
+    parents, tokens = [-1, 0, 0, 0, 0, 0], [0, 0, 1, 2, 3, 4]
+    key = jax.random.key(seed)
+    res = verify_tree(key, logits, pack(allowed), DraftTree.from_parents([parents], [tokens]), method="speculative")
+    uniforms = [float(jax.random.uniform(jax.random.fold_in(key, i), (1,))[0]) for i in range(6)]
+    bonus_u = float(jax.random.uniform(jax.random.fold_in(key, 6), (1,))[0])
+    probs = np.stack([oracle(logits[0, i], allowed[0, i]) for i in range(6)])
+    path, bonus = np_speculative(probs, parents, tokens, [True] * 6, uniforms, bonus_u)
+    assert ([int(x) for x in np.asarray(res.accepted_nodes)[0] if x >= 0], int(res.bonus_token[0])) == (path, bonus)
