@@ -135,13 +135,10 @@ class SchemaCompiler {
   };
 
   // The schema's `$schema` (resources without one are read in it) and whether it is Draft 4.
-  void SetDraft(const JsonValue& declared, bool draft4) {
+  void SetDraft(const JsonValue& declared, int draft_number, bool draft4) {
     draft_ = declared;
+    draft_number_ = draft_number;
     SetIntegralAsIntegers(draft4);
-    JsonValue probe;
-    probe.kind = JsonValue::Kind::kObject;
-    if (declared.IsString()) probe.members.emplace_back("$schema", declared);
-    draft_number_ = DeclaredDraft(probe);
   }
 
   // The schema's own URI: its `$id` (absolute by now), else the unnamed document's.
@@ -306,17 +303,6 @@ class SchemaCompiler {
     if (!root_has_id_ && ids_.count(root_base_)) ambiguous_ids_.insert(root_base_);
   }
 
-  // RFC 3986 §3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":" before any / ? #.
-  static bool HasScheme(const std::string& uri) {
-    size_t colon = uri.find_first_of(":/?#");
-    if (colon == std::string::npos || colon == 0 || uri[colon] != ':' || !isalpha(static_cast<unsigned char>(uri[0]))) {
-      return false;
-    }
-    return std::all_of(uri.begin(), uri.begin() + static_cast<std::ptrdiff_t>(colon), [](char c) {
-      return isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';
-    });
-  }
-
   // Whether a `$ref` anywhere in `s` has a relative path (neither `#...` nor an absolute URI).
   static bool HasRelativeDocumentRef(const JsonValue& s) {
     if (s.IsArray()) {
@@ -325,7 +311,7 @@ class SchemaCompiler {
       }
     } else if (s.IsObject()) {
       for (const auto& [k, v] : s.members) {
-        if (k == "$ref" && v.IsString() && !v.text.empty() && v.text[0] != '#' && !HasScheme(v.text)) return true;
+        if (k == "$ref" && v.IsString() && !v.text.empty() && v.text[0] != '#' && !IsAbsoluteUri(v.text)) return true;
         if (!IsSchemaData(k) && HasRelativeDocumentRef(v)) return true;
       }
     }
@@ -2813,6 +2799,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   // A resource without `$schema` is read in the schema's draft (as jsonschema's registry does).
   const JsonValue* declared = root.IsObject() ? root.Find("$schema") : nullptr;
   JsonValue draft = declared && declared->IsString() ? *declared : JsonValue();
+  int draft_number = DeclaredDraft(root);
   bool draft4 = ReadAsDeclaredDraft(&root);
   MakeRefsAbsolute(&root, !options.resources.empty());
   std::string base = kUnnamedDocument;
@@ -2821,7 +2808,7 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
   if (has_id) base = id->text.substr(0, id->text.find('#'));
   auto g = std::make_shared<GrammarIR>();
   SchemaCompiler compiler(root, options, g.get());
-  compiler.SetDraft(draft, draft4);
+  compiler.SetDraft(draft, draft_number, draft4);
   compiler.SetRootBase(base, has_id);
   // Other documents, named by their URIs as given (a relative one against the unnamed
   // document's base, as a registry keeps names as given).

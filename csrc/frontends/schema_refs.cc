@@ -237,6 +237,8 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
 
 }  // namespace
 
+bool IsAbsoluteUri(const std::string& uri) { return !Split(uri).scheme.empty(); }
+
 int DeclaredDraft(const JsonValue& root) {
   const JsonValue* declared = root.IsObject() ? root.Find("$schema") : nullptr;
   int draft = declared && declared->IsString() ? DraftOfUri(declared->text) : 0;

@@ -19,6 +19,9 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // reference, both resolved against the enclosing resource's base (the document's own is
 // `base`; $id before $ref, as in Draft 2020-12); enum, const, default and examples are
 // data and stay as written. Returns whether it did.
+// Whether `uri` has a scheme (RFC 3986 §4.3), so no base changes what it names.
+bool IsAbsoluteUri(const std::string& uri);
+
 // The draft a document's `$schema` names (3, 4, 6, 7, 2019, 2020; no or an unknown
 // `$schema`: 2020), for telling documents of different drafts apart.
 int DeclaredDraft(const JsonValue& root);

@@ -92,14 +92,17 @@ def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.
         repeat(top_p) if has_p else None, None,
     ).reshape(batch, n, vocab)
 
+    u_bonus = jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32)
+    if draft_probs is None:  # deterministic drafts (a distinct compilation)
+        return _verify_one_hot_drafts(key, probs, parents, tokens, valid, depth, u_bonus)
+
     def speculative_step(i: jax.Array, state: _SpeculativeState) -> _SpeculativeState:
         cur, tried, length, path, resid, done = state
         cand = (parents == cur[:, None]) & valid & (node > tried[:, None])
         has = jnp.any(cand, axis=1)
         child = jnp.argmax(cand, axis=1).astype(jnp.int32)
         token = _pick(tokens, child)
-        # Without draft probabilities (None: a distinct compilation) the draft is one-hot.
-        q_row = jax.nn.one_hot(token, vocab, dtype=_F32) if draft_probs is None else _pick(draft_probs, cur)
+        q_row = _pick(draft_probs, cur)
         p_t = jnp.take_along_axis(resid, token[:, None], 1)[:, 0]
         q_t = jnp.take_along_axis(q_row, token[:, None], 1)[:, 0]
         u = jax.random.uniform(jax.random.fold_in(key, i), (batch,), _F32)
@@ -117,9 +120,6 @@ def _verify(key: jax.Array, logits: jax.Array, bitmask: jax.Array, parents: jax.
             done | (~has & ~done),
         )
 
-    u_bonus = jax.random.uniform(jax.random.fold_in(key, n), (batch,), _F32)
-    if draft_probs is None:
-        return _verify_one_hot_drafts(key, probs, parents, tokens, valid, depth, u_bonus)
     state = (zero, zero, zero, path0, probs[:, 0], zero > 0)
     cur, _, length, path, resid, _ = jax.lax.fori_loop(0, n, speculative_step, state)
     return VerifyResult(length, cur, path, _draw_explicit(u_bonus, resid))
