@@ -287,7 +287,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       int32_t r = f.rule;
       stack.pop_back();
       state[r] = kDecided;
-      if (r == g.root) continue;
+      if (r == g.root || g.rules[r].shared) continue;
       int64_t s = expr_size(g.rules[r].body);
       if (s >= 0 && s <= kMaxInlineExprs) inlined[r] = 1, size[r] = s;
     }

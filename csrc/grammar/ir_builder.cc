@@ -152,6 +152,7 @@ int32_t ImportGrammar(IrBuilder* dst_builder, const GrammarIR& src, const std::s
     Rule& out = dst->rules[rule_id[r]];
     out.body = src.rules[r].body < 0 ? -1 : src.rules[r].body + expr_base;
     out.lookahead = src.rules[r].lookahead < 0 ? -1 : src.rules[r].lookahead + expr_base;
+    out.shared = src.rules[r].shared;
   }
   return rule_id[src.root];
 }

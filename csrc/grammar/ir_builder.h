@@ -41,6 +41,8 @@ class IrBuilder {
   // A new rule named `name` (made unique with a numeric suffix); its body is set later.
   int32_t NewRule(const std::string& name);
   void SetBody(int32_t rule, int32_t body) { g_->rules[rule].body = body; }
+  // A rule that is called, never inlined (Rule::shared).
+  void SetShared(int32_t rule) { g_->rules[rule].shared = true; }
   // A new rule with this body; returns a reference to it.
   int32_t RuleRef(const std::string& name, int32_t body);
 

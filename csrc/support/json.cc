@@ -57,7 +57,10 @@ class JsonReader {
       v.kind = JsonValue::Kind::kObject;
       ++p_;
       Space();
-      if (p_ < s_.size() && s_[p_] == '}') return ++p_, v;
+      if (p_ < s_.size() && s_[p_] == '}') {
+        ++p_;
+        return v;
+      }
       while (true) {
         Space();
         if (p_ >= s_.size() || s_[p_] != '"') Fail("expected a string key");
@@ -70,7 +73,8 @@ class JsonReader {
         if (p_ < s_.size() && s_[p_] == ',') {
           ++p_;
         } else if (p_ < s_.size() && s_[p_] == '}') {
-          return ++p_, v;
+          ++p_;
+          return v;  // a plain `return v` moves; `return ++p_, v` copied the whole subtree
         } else {
           Fail("expected `,` or `}`");
         }
@@ -80,14 +84,18 @@ class JsonReader {
       v.kind = JsonValue::Kind::kArray;
       ++p_;
       Space();
-      if (p_ < s_.size() && s_[p_] == ']') return ++p_, v;
+      if (p_ < s_.size() && s_[p_] == ']') {
+        ++p_;
+        return v;
+      }
       while (true) {
         v.items.push_back(Value(depth + 1));
         Space();
         if (p_ < s_.size() && s_[p_] == ',') {
           ++p_;
         } else if (p_ < s_.size() && s_[p_] == ']') {
-          return ++p_, v;
+          ++p_;
+          return v;
         } else {
           Fail("expected `,` or `]`");
         }
@@ -98,8 +106,15 @@ class JsonReader {
       v.text = String();
       return v;
     }
-    if (Literal("true")) return v.kind = JsonValue::Kind::kBool, v.boolean = true, v;
-    if (Literal("false")) return v.kind = JsonValue::Kind::kBool, v;
+    if (Literal("true")) {
+      v.kind = JsonValue::Kind::kBool;
+      v.boolean = true;
+      return v;
+    }
+    if (Literal("false")) {
+      v.kind = JsonValue::Kind::kBool;
+      return v;
+    }
     if (Literal("null")) return v;
     if (c == '-' || (c >= '0' && c <= '9')) {
       v.kind = JsonValue::Kind::kNumber;
@@ -159,8 +174,18 @@ class JsonReader {
     while (true) {
       if (p_ >= s_.size()) Fail("unterminated string");
       uint8_t c = static_cast<uint8_t>(s_[p_]);
-      if (c == '"') return ++p_, out;
+      if (c == '"') {
+        ++p_;
+        return out;
+      }
       if (c < 0x20) Fail("raw control character in a string");
+      if (c < 0x80 && c != '\\') {  // a run of plain ASCII, appended at once
+        size_t q = p_ + 1;
+        while (q < s_.size() && s_[q] >= 0x20 && s_[q] != '"' && s_[q] != '\\') ++q;
+        out.append(s_, p_, q - p_);
+        p_ = q;
+        continue;
+      }
       if (c != '\\') {
         size_t q = p_;
         if (DecodeUtf8(s_, &q) < 0) Fail("invalid UTF-8");

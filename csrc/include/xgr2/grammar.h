@@ -61,6 +61,11 @@ struct Rule {
   std::string name;
   int32_t body = -1;       // expression id
   int32_t lookahead = -1;  // expression id of a lookahead assertion, or -1
+  // Never inlined into its callers, however small: a separator used at hundreds of
+  // places (JSON Schema's `ws ":" ws`) would otherwise be copied into each of them,
+  // and each copy adds a run of automaton states to its caller. Not part of the
+  // language, and not written by the EBNF printer.
+  bool shared = false;
 };
 
 // Immutable once built. Expressions live in one arena and refer to each other by id.
