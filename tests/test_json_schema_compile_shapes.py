@@ -1,0 +1,111 @@
+"""Shapes the schema compiler writes for speed must keep the language exact.
+
+- anyOf / oneOf whose branches only list values (`enum` and annotations) become one
+  enum (ListedBranches in csrc/frontends/json_schema.cc): anyOf of the union, oneOf of
+  the values exactly one branch lists, met once by the keywords beside the combinator.
+- JSON's separators (`ws ":" ws`, `ws "," ws`) are shared rules, never inlined
+  (Rule::shared): objects with hundreds of optional properties.
+- The JSON reader (support/json.cc) moves what it parses and appends plain runs at once.
+
+Oracle: jsonschema's verdict on every candidate value, each serialized in the layouts the
+grammar is asked for; the grammar accepts the text iff the value is valid.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+import xgr2
+from parsing import accepts
+from test_json_schema import BYTES, is_valid
+
+WORDS = ["a", "b", "c", "ab", "", "é", "a\"b", 1, 1.0, 2, None, True]
+
+
+def state(schema, **opts):
+    return xgr2.compile(xgr2.Grammar.from_json_schema(json.dumps(schema), **opts), BYTES).initial_state()
+
+
+LISTED = [
+    {"anyOf": [{"enum": ["a", "b"], "description": "x"}, {"enum": ["b", "c"], "title": "y"}]},
+    {"oneOf": [{"enum": ["a", "b"]}, {"enum": ["b", "c"]}, {"enum": ["ab"], "x-note": 1}]},
+    {"oneOf": [{"enum": ["a", "a"]}, {"enum": ["c"]}]},  # listed twice by one branch: once
+    {"anyOf": [{"enum": ["a", "ab", "é"]}, {"enum": ["c"]}], "pattern": "^a"},
+    {"oneOf": [{"enum": ["a", "ab"]}, {"enum": ["ab", "c"]}], "maxLength": 1},
+    {"anyOf": [{"enum": [1, "a"]}, {"enum": [2, None]}], "type": "integer"},
+    {"anyOf": [{"enum": ["a", "b", "c"]}, {"enum": ["a\"b"]}], "enum": ["b", "a\"b", "zz"]},
+    {"oneOf": [{"enum": [1, 2]}, {"enum": [2, True]}]},  # not all strings: the general oneOf
+    {"anyOf": [{"enum": ["a"]}, {"enum": ["b"], "minLength": 2}]},  # a constraint beside: general path
+    {"anyOf": [{"enum": ["a"]}], "oneOf": [{"enum": ["a", "b"]}, {"enum": ["c"]}]},
+    {"type": "object", "properties": {"k": {"oneOf": [{"enum": ["a", "b"]}, {"enum": ["b"]}]}}, "required": ["k"]},
+]
+
+
+@pytest.mark.parametrize("schema", LISTED, ids=range(len(LISTED)))
+def test_listed_branches_accept_exactly_the_valid_values(schema):
+    start = state(schema, any_whitespace=False)
+    values = WORDS + [{"k": w} for w in WORDS] + [{}]
+    for value in values:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        assert accepts(start, text) == is_valid(schema, value), (schema, text)
+
+
+def test_listed_branches_that_list_nothing_allow_nothing():
+    for schema in ({"anyOf": [{"enum": []}, {"enum": []}]}, {"oneOf": [{"enum": ["a"]}, {"enum": ["a"]}]}):
+        with pytest.raises(xgr2.SchemaError, match="no JSON value is valid"):
+            xgr2.Grammar.from_json_schema(schema)
+
+
+def test_many_optional_properties_compile_and_keep_their_order():
+    # 300 optional properties (the shape of renovate's configuration schema).
+    names = [f"p{i:03d}" for i in range(300)]
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}, "additionalProperties": False}
+    start = state(schema)
+    rng = list(range(300))
+    for picked in ([0], [299], [5, 17, 298], rng[::7], rng):
+        value = {names[i]: i for i in picked}
+        for sep in ((",", ":"), (", ", ": "), (" ,\n", " :\t")):
+            assert accepts(start, json.dumps(value, separators=sep)), (picked, sep)
+    swapped = '{"p017": 1, "p005": 2}'
+    assert not accepts(start, swapped)
+    assert not accepts(start, '{"p001" : 1 , }')
+    assert not accepts(start, '{"p001"' + " " * 21 + ': 1}')  # whitespace runs stay bounded (20)
+    assert accepts(start, '{"p001"' + " " * 20 + ': 1}')
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_separators_in_other_layouts_are_unchanged(indent):
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"type": "string"}}}
+    start = state(schema, indent=indent) if indent else state(schema, any_whitespace=False)
+    for value in ({"a": [1, 2, 3], "b": "x"}, {"b": "y"}, {"a": []}):
+        good = json.dumps(value, indent=indent) if indent else json.dumps(value, separators=(",", ":"))
+        assert accepts(start, good)
+        assert not accepts(start, json.dumps(value, indent=4 if indent else None))
+
+
+def test_grammar_text_round_trips_with_shared_separators():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x", "y"]}}}
+    grammar = xgr2.Grammar.from_json_schema(schema)
+    text = str(grammar)
+    assert "colon ::=" in text and "comma ::=" in text
+    again = xgr2.compile(xgr2.Grammar.from_ebnf(text), BYTES).initial_state()
+    first = xgr2.compile(grammar, BYTES).initial_state()
+    for a, b in itertools.product([None, 1, "q"], ["x", "z", None]):
+        value = {k: v for k, v in (("a", a), ("b", b)) if v is not None}
+        doc = json.dumps(value)
+        assert accepts(first, doc) == accepts(again, doc) == is_valid(schema, value), doc
+
+
+def test_reader_keeps_strings_with_escapes_and_non_ascii_runs():
+    key = 'plain run \u00e9\u4e2d\U0001F600 \\ "quoted" \t tab/slash'
+    schema = {"type": "object", "properties": {key: {"const": "v" * 300 + "\u00fc"}}, "required": [key]}
+    start = state(schema, any_whitespace=False)
+    good = json.dumps({key: "v" * 300 + "\u00fc"}, separators=(",", ":"))
+    assert accepts(start, good)
+    assert accepts(start, json.dumps({key: "v" * 300 + "\u00fc"}, separators=(",", ":"), ensure_ascii=False))
+    assert not accepts(start, good.replace("tab/slash", "tab/slasH"))
+    with pytest.raises(xgr2.SchemaError):
+        xgr2.Grammar.from_json_schema('{"type": "string", "pattern": "a\x01"}')  # raw control character
