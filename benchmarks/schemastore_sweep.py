@@ -73,7 +73,8 @@ def corpus_resources() -> dict:
 
 
 def worker(out_path: str, docs: int, files: list[str]) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
+    # The checkout first (its built core), not an installed xgr2 of another version.
+    sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
     from decimal import Decimal
 
     import jsonschema

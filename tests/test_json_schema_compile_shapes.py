@@ -109,3 +109,22 @@ def test_reader_keeps_strings_with_escapes_and_non_ascii_runs():
     assert not accepts(start, good.replace("tab/slash", "tab/slasH"))
     with pytest.raises(xgr2.SchemaError):
         xgr2.Grammar.from_json_schema('{"type": "string", "pattern": "a\x01"}')  # raw control character
+
+
+def test_listed_values_rejected_by_a_decidable_keyword_need_no_undecidable_one():
+    # -1 fails `minimum`, so `multipleOf` (not decided on a listed value) is never asked.
+    schema = {"anyOf": [{"enum": ["a"]}, {"enum": [-1]}], "minimum": 0, "multipleOf": 2}
+    start = state(schema, any_whitespace=False)
+    for value in ("a", -1, 0, 2):
+        assert accepts(start, json.dumps(value)) == is_valid(schema, value), value
+    schema = {"anyOf": [{"enum": ["a"]}, {"enum": [[]]}], "minItems": 1, "uniqueItems": True}
+    start = state(schema, any_whitespace=False)
+    assert accepts(start, '"a"') and not accepts(start, "[]")
+
+
+def test_identical_listed_branches_stay_small():
+    values = [f"v{i}" for i in range(5000)]
+    schema = {"anyOf": [{"enum": values}] * 100}
+    start = state(schema, any_whitespace=False)
+    assert accepts(start, '"v1"') and accepts(start, '"v4999"') and not accepts(start, '"v5000"')
+    assert len(str(xgr2.Grammar.from_json_schema(schema))) < 200_000

@@ -40,8 +40,10 @@ constexpr int kMaxDisjointNesting = 8; // Disjoint calls inside one another (thr
 // Merged subschema copies one compile may make (the largest real-world schema seen, 0.2M;
 // past 0.5M about 2 GB of memory).
 constexpr size_t kMaxKeptSchemas = 500000;
-// JSON values one compile may copy (merges copy subschemas whole): the largest of 800
-// real-world schemas copies 12.6M (about 1 s); 30M is some 3 GB and 8 s of copying.
+// JSON values one compile may copy or compare (JsonValue::CopiedOnThisThread; copies
+// share their children, so a copy counts one value per level changed): a bound on the
+// time merges of a recursive schema take (the test's allOf chain of 26 definitions
+// reaches it in under a second); the real-world schemas of the benchmarks stay below.
 constexpr int64_t kMaxCopiedValues = 30000000;
 
 // Internal keywords for the string languages that plain keywords cannot say, compiled
@@ -398,13 +400,17 @@ class SchemaCompiler {
                " merged subschemas (allOf / $ref merges of a recursive schema?)",
            "");
     }
+    CheckWork();
+    owned_.push_back(std::move(v));
+    return &owned_.back();
+  }
+
+  void CheckWork() const {
     if (JsonValue::CopiedOnThisThread() - copied_at_start_ > kMaxCopiedValues) {
-      Fail("the schema's merges copy more than " + std::to_string(kMaxCopiedValues / 1000000) +
+      Fail("the schema's merges copy or compare more than " + std::to_string(kMaxCopiedValues / 1000000) +
                " million JSON values (allOf / $ref merges of a recursive schema?)",
            "");
     }
-    owned_.push_back(std::move(v));
-    return &owned_.back();
   }
 
   static std::set<std::string> TypesOf(const JsonValue& s) {
@@ -1548,6 +1554,7 @@ class SchemaCompiler {
         return b_.Ref(same->second.second);
       }
     }
+    CheckWork();  // the comparisons above count
     int32_t rule = b_.NewRule(RuleNameFor(ptr.empty() ? "root_value" : ptr));
     memo_[key] = rule;
     memo_by_content_.emplace(content_key, std::make_pair(&s, rule));
@@ -1556,20 +1563,21 @@ class SchemaCompiler {
   }
 
   // A hash of a value's content (equal for JsonIdentical values), with those of objects
-  // and arrays kept by address: Schema hashes every subschema it compiles, and hashing
-  // each one's whole subtree again cost a quarter of azure-pipelines' compile. A stale
-  // entry (an address reused by another value) only makes a content match miss: matches
-  // are confirmed by JsonIdentical.
+  // and arrays kept by their elements' identity (CowVector: copies share it): Schema
+  // hashes every subschema it compiles, and hashing each one's whole subtree again cost
+  // a quarter of azure-pipelines' compile. A stale entry (elements changed or freed
+  // since) only makes a content match miss: matches are confirmed by JsonIdentical.
   uint64_t ContentHash(const JsonValue& v) {
-    if (!v.IsObject() && !v.IsArray()) return JsonHash(v);
-    auto it = hashes_.find(&v);
+    const void* id = v.IsObject() ? v.members.Identity() : v.IsArray() ? v.items.Identity() : nullptr;
+    if (!id) return JsonHash(v);
+    auto it = hashes_.find(id);
     if (it != hashes_.end()) return it->second;
     auto mix = [](uint64_t h, uint64_t x) { return (h ^ x) * 0x100000001B3ull + (h >> 29); };
     uint64_t h = mix(0x84222325CBF29CE4ull, static_cast<uint64_t>(v.kind));
     for (const JsonValue& x : v.items) h = mix(h, ContentHash(x));
     for (const auto& [k, x] : v.members) h = mix(mix(h, std::hash<std::string>{}(k)), ContentHash(x));
     h = mix(h, v.items.size() * 31 + v.members.size());
-    hashes_.emplace(&v, h);
+    hashes_.emplace(id, h);
     return h;
   }
 
@@ -1649,13 +1657,15 @@ class SchemaCompiler {
         values.items.push_back(v);
       }
     }
-    if (one_of) {
-      std::vector<JsonValue> once;
-      for (JsonValue& v : values.items) {
-        if (listed_by[v.text] == 1) once.push_back(std::move(v));
-      }
-      values.items = std::move(once);
+    // Each value once (identical branches were one rule by content before the union).
+    std::vector<JsonValue> kept;
+    std::set<std::string> seen;
+    const std::vector<JsonValue>& all = values.items;
+    for (const JsonValue& v : all) {
+      if (one_of && listed_by[v.text] != 1) continue;
+      if (seen.insert(DumpJson(v)).second) kept.push_back(v);
     }
+    values.items = std::move(kept);
     return values;
   }
 
@@ -2126,15 +2136,19 @@ class SchemaCompiler {
     std::vector<int32_t> alts;
     for (const JsonValue& v : values) {
       if (!HasType(types, v)) continue;
+      // A value that one keyword rejects is left out, whatever the keywords this front
+      // end cannot decide on it say.
       bool keep = true;
+      const std::string* undecided = nullptr;
       for (const auto& [k, kv] : s.members) {
         if (k == "enum" || k == "const" || k == "type" || kAnnotations.count(k)) continue;
         int verdict = ValuePasses(k, kv, v);
-        if (verdict < 0) {
-          Unsupported("`" + k + "` beside `" + (is_const ? "const" : "enum") + "` on a value it applies to",
-                      ptr + "/" + JsonPointerToken(k));
-        }
+        if (verdict < 0 && !undecided) undecided = &k;
         keep = keep && verdict != 0;
+      }
+      if (keep && undecided) {
+        Unsupported("`" + *undecided + "` beside `" + (is_const ? "const" : "enum") + "` on a value it applies to",
+                    ptr + "/" + JsonPointerToken(*undecided));
       }
       if (keep) alts.push_back(text_.Value(v, LayoutDepth(depth)));
     }
@@ -2832,7 +2846,7 @@ class SchemaCompiler {
   std::map<std::string, int32_t> formats_;
   std::map<const JsonValue*, const JsonValue*> flattened_;
   std::map<const JsonValue*, const JsonValue*> merged_alone_;  // FlatAllOf
-  std::unordered_map<const JsonValue*, uint64_t> hashes_;      // ContentHash
+  std::unordered_map<const void*, uint64_t> hashes_;           // ContentHash
   std::map<const JsonValue*, const JsonValue*> rewritten_;  // WithoutUnevaluated
   std::deque<JsonValue> owned_;
   std::vector<std::string> warnings_;

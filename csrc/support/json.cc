@@ -181,7 +181,11 @@ class JsonReader {
       if (c < 0x20) Fail("raw control character in a string");
       if (c < 0x80 && c != '\\') {  // a run of plain ASCII, appended at once
         size_t q = p_ + 1;
-        while (q < s_.size() && s_[q] >= 0x20 && s_[q] != '"' && s_[q] != '\\') ++q;
+        while (q < s_.size()) {
+          uint8_t d = static_cast<uint8_t>(s_[q]);
+          if (d < 0x20 || d >= 0x80 || d == '"' || d == '\\') break;
+          ++q;
+        }
         out.append(s_, p_, q - p_);
         p_ = q;
         continue;
@@ -354,7 +358,9 @@ int CompareDecimal(const DecimalNumber& a, const DecimalNumber& b) {
 }
 
 bool JsonEqual(const JsonValue& a, const JsonValue& b) {
+  JsonValue::CountVisited();
   if (a.kind != b.kind) return false;
+  if (a.items.SharesWith(b.items) || a.members.SharesWith(b.members)) return true;  // copies of one value
   switch (a.kind) {
     case JsonValue::Kind::kNull: return true;
     case JsonValue::Kind::kBool: return a.boolean == b.boolean;
@@ -388,10 +394,12 @@ std::string JsonPointerToken(const std::string& key) {
 }
 
 bool JsonIdentical(const JsonValue& a, const JsonValue& b) {
+  JsonValue::CountVisited();
   if (a.kind != b.kind || a.boolean != b.boolean || a.text != b.text || a.items.size() != b.items.size() ||
       a.members.size() != b.members.size()) {
     return false;
   }
+  if (a.items.SharesWith(b.items) || a.members.SharesWith(b.members)) return true;  // copies of one value
   for (size_t i = 0; i < a.items.size(); ++i) {
     if (!JsonIdentical(a.items[i], b.items[i])) return false;
   }
