@@ -725,9 +725,9 @@ def test_a_schema_whose_merges_multiply_is_a_bounded_error():
 
 def test_merges_that_multiply_through_properties_are_a_bounded_error():
     # An acyclic allOf chain whose recursion goes through properties: merged copies share
-    # their children, so 17 definitions compile (0.03 s); 26 reach the bound on values
+    # their children, so 26 definitions compile (0.6 s); 30 reach the bound on values
     # copied or compared (not the one on copies kept) in under a second.
-    n = 26
+    n = 30
     defs = {}
     for i in range(n):
         parts = [{"$ref": f"#/$defs/t{j}"} if j < n else {"type": "object"} for j in (i + 1, i + 2, i + 3)]
@@ -736,3 +736,15 @@ def test_merges_that_multiply_through_properties_are_a_bounded_error():
         defs[f"t{i}"] = {"allOf": parts}
     with pytest.raises(xgr2.SchemaError, match="million JSON values"):
         xgr2.Grammar.from_json_schema({"$defs": defs, "$ref": "#/$defs/t0"})
+
+
+def test_a_negation_that_flattens_its_own_conditional_again_is_an_error_not_a_crash():
+    # D1's `if` holds D0, whose oneOf negates D1, whose `if` is flattened again ...: the
+    # nesting of merges is bounded (a stack overflow before, found by a review's fuzzer).
+    schema = {"properties": {"a": {"patternProperties": {"^c$": {"$ref": "#/$defs/D1"}}}},
+              "$defs": {"D0": {"const": {"b": "x"}, "oneOf": [{"enum": [{}, {"b": "x"}, {"c": None}]},
+                                                               {"$ref": "#/$defs/D1"}]},
+                        "D1": {"if": {"items": {"type": "integer"}, "$ref": "#/$defs/D0"},
+                               "then": {"$ref": "#/$defs/D1"}, "else": {"pattern": "^x"}}}}
+    with pytest.raises(xgr2.SchemaError, match="nested more than"):
+        xgr2.Grammar.from_json_schema(schema, strict=False, any_whitespace=False)

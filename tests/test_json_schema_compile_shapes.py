@@ -128,3 +128,10 @@ def test_identical_listed_branches_stay_small():
     start = state(schema, any_whitespace=False)
     assert accepts(start, '"v1"') and accepts(start, '"v4999"') and not accepts(start, '"v5000"')
     assert len(str(xgr2.Grammar.from_json_schema(schema))) < 200_000
+
+
+def test_large_enums_merge_without_reaching_the_work_bound():
+    # 6,000 x 6,000 string comparisons: the work bound counts compared arrays and objects only.
+    values = [f"s{i}" for i in range(6000)]
+    start = state({"allOf": [{"enum": values}, {"enum": values[::-1][:3000]}]}, any_whitespace=False)
+    assert accepts(start, '"s5999"') and accepts(start, '"s3000"') and not accepts(start, '"s2999"')

@@ -33,6 +33,7 @@ using Kind = JsonValue::Kind;
 constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to here
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
 constexpr int kMaxSchemaNesting = 1000;  // subschemas compiled inside one another (C++ frames)
+constexpr int kMaxFlattenNesting = 256;  // Flatten calls inside one another (C++ frames)
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 constexpr int kMaxDisjointDepth = 3;   // Disjoint looks into anyOf / oneOf branches up to this nesting
@@ -447,6 +448,18 @@ class SchemaCompiler {
     }
     auto it = flattened_.find(s);
     if (it != flattened_.end()) return it->second;
+    // Flattens inside flattens (merges, and Disjoint / Negation, which start again at
+    // depth 0) are C++ frames too: a bound, not a stack overflow (a recursive if / oneOf
+    // whose negation flattens the if again overflowed the stack after ~1,600 rounds).
+    struct Nesting {
+      int* n;
+      ~Nesting() { --*n; }
+    } nesting{&flatten_nesting_};
+    if (++flatten_nesting_ > kMaxFlattenNesting) {
+      Fail("allOf / $ref / if merges nested more than " + std::to_string(kMaxFlattenNesting) +
+               " deep (a recursive schema?)",
+           ptr);
+    }
     const JsonValue* flat = FlattenOnce(s, ptr, depth);
     flattened_[s] = flat;
     return flat;
@@ -2859,6 +2872,7 @@ class SchemaCompiler {
   JsonValue draft_;
   int not_depth_ = 0;  // NotSchema calls in progress
   int schema_nesting_ = 0;  // Schema calls in progress
+  int flatten_nesting_ = 0;  // Flatten calls in progress
   int disjoint_depth_ = 0;  // Disjoint calls in progress
   int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;

@@ -103,8 +103,8 @@ struct JsonValue {
   JsonValue& operator=(JsonValue&&) noexcept = default;
   ~JsonValue() = default;
 
-  // Values copied, or visited by JsonEqual / JsonIdentical, on this thread so far: the
-  // work a front end bounds (see the copy constructor).
+  // Values copied, and arrays / objects compared by JsonEqual / JsonIdentical, on this
+  // thread so far: the work a front end bounds (see the copy constructor).
   static int64_t CopiedOnThisThread() { return copied_on_thread_; }
   static void CountVisited() { ++copied_on_thread_; }
 
