@@ -32,8 +32,10 @@ class CowVector {
   const std::vector<T>& Get() const { return p_ ? *p_ : Empty(); }
   // Whether both hold the very same elements (copies not changed since): then equal.
   bool SharesWith(const CowVector& other) const { return p_ && p_ == other.p_; }
-  // The elements' address while shared or unchanged (nullptr when empty): a key for
-  // memos of what was computed from them, confirmed by content on use.
+  // The elements' address (nullptr when never filled): a key for memos of what was
+  // computed from them, confirmed by content on use (a vector changed in place keeps
+  // its address). Copies of one value are not shared across threads: use_count() is
+  // only a safe test of sole ownership within one thread.
   const void* Identity() const { return p_.get(); }
 
   size_t size() const { return p_ ? p_->size() : 0; }
