@@ -34,9 +34,6 @@ constexpr int kMaxIndentDepth = 32;   // indent layout: rules per depth up to he
 constexpr int kMaxMergeDepth = 64;    // allOf / $ref merges nested deeper are refused
 constexpr int kMaxSchemaNesting = 1000;  // subschemas compiled inside one another (C++ frames)
 constexpr int kMaxFlattenNesting = 256;  // Flatten calls inside one another (C++ frames)
-// Objects with more declared or required properties than this call shared separator
-// rules instead of writing `ws ":" ws` after each name (JsonText::SharedSeparator).
-constexpr size_t kSharedSeparatorsFrom = 8;
 constexpr size_t kMaxEnumerated = 64;  // uniqueItems: at most this many enumerated values
 constexpr size_t kMaxBranches = 256;   // allOf of anyOf / oneOf / if: at most this many combined branches
 constexpr int kMaxDisjointDepth = 3;   // Disjoint looks into anyOf / oneOf branches up to this nesting
@@ -2508,8 +2505,6 @@ class SchemaCompiler {
       names_dfa = NamesDfa(*property_names, ptr + "/propertyNames");
     }
     auto name_allowed = [&](const std::string& name) { return !names_dfa || names_dfa->Accepts(name); };
-    // Objects with many properties call shared separator rules (JsonText::SharedSeparator).
-    bool many = (props ? props->members.size() : 0) + required.size() > kSharedSeparatorsFrom;
     for (const std::string& r : required) {
       if (!name_allowed(r)) return Nothing(&b_);
     }
@@ -2518,7 +2513,7 @@ class SchemaCompiler {
         if (!name_allowed(name)) continue;  // never present (and not required: checked above)
         std::string pp = ptr + "/properties/" + JsonPointerToken(name);
         const JsonValue& value_schema = *WithMatchingPatterns(s, name, sub, ptr);
-        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(many),
+        declared.push_back({name, b_.Seq({text_.StringLiteral(name), text_.KeySeparator(),
                                           Schema(value_schema, pp, depth + 1)}),
                             required.count(name) > 0});
         names.insert(name);
@@ -2532,7 +2527,7 @@ class SchemaCompiler {
         bool matched = by_pattern != &TrueSchema();
         const JsonValue& value_schema = matched ? *by_pattern : addl && !addl->IsBool() ? *addl : TrueSchema();
         if (!matched && addl && addl->IsBool() && !addl->boolean) return Nothing(&b_);
-        declared.push_back({r, b_.Seq({text_.StringLiteral(r), text_.KeySeparator(many),
+        declared.push_back({r, b_.Seq({text_.StringLiteral(r), text_.KeySeparator(),
                                        Schema(value_schema, ptr + "/additionalProperties", depth + 1)}), true});
         names.insert(r);
       }
@@ -2547,7 +2542,7 @@ class SchemaCompiler {
     bool trivially_bounded = min_props <= n_required &&
                              (max_props < 0 || (extra < 0 && max_props >= static_cast<int64_t>(declared.size())));
     if (trivially_bounded) min_props = 0, max_props = -1;
-    return CountedObject(declared, extra, min_props, max_props, d, many);
+    return CountedObject(declared, extra, min_props, max_props, d);
   }
 
   // A property not declared: a key allowed by additionalProperties / patternProperties /
@@ -2781,7 +2776,7 @@ class SchemaCompiler {
   // Declared properties in order (required ones always, optional ones maybe), then any
   // number of extra properties, with the count of properties in [min_props, max_props].
   int32_t CountedObject(const std::vector<Property>& declared, int32_t extra, int64_t min_props, int64_t max_props,
-                        int d, bool shared_separators) {
+                        int d) {
     // Counts that no bound tells apart share rules: without maxProperties, all counts
     // from max(minProperties, 1) on are alike (1: a separator comes first).
     int64_t cap = max_props >= 0 ? max_props + 1 : std::max<int64_t>(min_props, 1);
@@ -2799,8 +2794,7 @@ class SchemaCompiler {
       int32_t body;
       if (i < n) {
         const Property& p = declared[i];
-        int32_t take =
-            b_.Seq({kk ? text_.ItemSeparator(d, shared_separators) : b_.Empty(), p.value, rest(i + 1, kk + 1)});
+        int32_t take = b_.Seq({kk ? text_.ItemSeparator(d) : b_.Empty(), p.value, rest(i + 1, kk + 1)});
         body = p.required ? take : b_.Choice({take, rest(i + 1, kk)});
       } else {
         std::vector<int32_t> alts;

@@ -42,13 +42,10 @@ int32_t JsonText::Ws() {
   return b_->Ref(ws_rule_);
 }
 
-// `ws c ws` as one shared rule: inlined, its two whitespace runs (20 states each) are
-// copied after every property name, and an object with hundreds of optional properties
-// got automata of tens of thousands of states (renovate's configuration schema: 22,000
-// in one rule; its compile time halved with this). Only for such objects: written in
-// place, the separators keep the automata that the cross-grammar mask cache has seen
-// in other grammars (shared everywhere, tool-calling requests found 9% fewer masks there
-// and walked the vocabulary 50% more often).
+// `ws c ws` as one shared rule: inlined, its two whitespace runs (20 states each) were
+// copied after every property name of every object, and an object with hundreds of
+// optional properties got automata of tens of thousands of states (renovate's
+// configuration schema: 22,000 in one rule; its compile time halved with this).
 int32_t JsonText::SharedSeparator(char c, int32_t* rule) {
   if (*rule < 0) {
     *rule = b_->NewRule(c == ',' ? "comma" : "colon");
@@ -93,20 +90,17 @@ int32_t JsonText::EmptyContainer(char open, char close) {
   return b_->Bytes(std::string{open, close});
 }
 
-int32_t JsonText::ItemSeparator(int depth, bool shared) {
+int32_t JsonText::ItemSeparator(int depth) {
   switch (layout_.kind) {
-    case JsonLayout::Kind::kAnyWhitespace:
-      return shared ? SharedSeparator(',', &comma_rule_) : b_->Seq({Ws(), b_->Bytes(","), Ws()});
+    case JsonLayout::Kind::kAnyWhitespace: return SharedSeparator(',', &comma_rule_);
     case JsonLayout::Kind::kSeparators: return b_->Bytes(layout_.item_separator);
     case JsonLayout::Kind::kIndent: return b_->Seq({b_->Bytes(layout_.item_separator), Newline(depth + 1)});
   }
   return b_->Bytes(",");
 }
 
-int32_t JsonText::KeySeparator(bool shared) {
-  if (layout_.kind == JsonLayout::Kind::kAnyWhitespace) {
-    return shared ? SharedSeparator(':', &colon_rule_) : b_->Seq({Ws(), b_->Bytes(":"), Ws()});
-  }
+int32_t JsonText::KeySeparator() {
+  if (layout_.kind == JsonLayout::Kind::kAnyWhitespace) return SharedSeparator(':', &colon_rule_);
   return b_->Bytes(layout_.key_separator);
 }
 

@@ -39,10 +39,8 @@ class JsonText {
   // What precedes `]`/`}` after the last item, and the bracket.
   int32_t Close(char bracket, int depth);
   int32_t EmptyContainer(char open, char close);
-  // `shared`: with any whitespace, one rule called from every place (see SharedSeparator)
-  // instead of the separator written in place.
-  int32_t ItemSeparator(int depth, bool shared = false);
-  int32_t KeySeparator(bool shared = false);
+  int32_t ItemSeparator(int depth);
+  int32_t KeySeparator();
 
   // One character of a string's content whose code point is in `ranges` (sorted, merged),
   // in every form JSON allows: raw, short escape, \uXXXX (either case), surrogate pair.
