@@ -43,8 +43,8 @@ constexpr int kMaxDisjointNesting = 8; // Disjoint calls inside one another (thr
 constexpr size_t kMaxKeptSchemas = 500000;
 // JSON values one compile may copy or compare (JsonValue::CopiedOnThisThread; copies
 // share their children, so a copy counts one value per level changed): a bound on the
-// time merges of a recursive schema take (the test's allOf chain of 26 definitions
-// reaches it in under a second); the real-world schemas of the benchmarks stay below.
+// time merges of a recursive schema take (tests/test_bad_input.py's allOf chain of 30
+// definitions reaches it in under a second); the real-world schemas of the benchmarks stay below.
 constexpr int64_t kMaxCopiedValues = 30000000;
 
 // Internal keywords for the string languages that plain keywords cannot say, compiled
@@ -451,11 +451,8 @@ class SchemaCompiler {
     // Flattens inside flattens (merges, and Disjoint / Negation, which start again at
     // depth 0) are C++ frames too: a bound, not a stack overflow (a recursive if / oneOf
     // whose negation flattens the if again overflowed the stack after ~1,600 rounds).
-    struct Nesting {
-      int* n;
-      ~Nesting() { --*n; }
-    } nesting{&flatten_nesting_};
-    if (++flatten_nesting_ > kMaxFlattenNesting) {
+    Nested nesting(&flatten_nesting_);
+    if (flatten_nesting_ > kMaxFlattenNesting) {
       Fail("allOf / $ref / if merges nested more than " + std::to_string(kMaxFlattenNesting) +
                " deep (a recursive schema?)",
            ptr);
@@ -945,9 +942,8 @@ class SchemaCompiler {
   // Flatten(Keep(AllOf(x, y)), ptr, 0) without the copies of x and y into a new allOf
   // (each anyOf / oneOf branch of a large schema merges the keywords beside it; copying
   // those per branch was a fifth of azure-pipelines' compile). `x` and `y` must outlive
-  // the compiler (Flatten keeps results by address).
-  // The merge of x alone is kept by x's address: every branch of a combinator starts
-  // from the same keywords beside it.
+  // the compiler (Flatten keeps results by address). The merge of x alone is kept by
+  // x's address: every branch of a combinator starts from the same keywords beside it.
   const JsonValue* FlatAllOf(const JsonValue& x, const JsonValue& y, const std::string& ptr) {
     const JsonValue*& alone = merged_alone_[&x];
     if (!alone) alone = MergeParts(Keep(Obj({})), {{&x, ptr + "/allOf/0"}}, 0);
@@ -1540,16 +1536,22 @@ class SchemaCompiler {
 
   int LayoutDepth(int depth) const { return text_.layout().DependsOnDepth() ? depth : 0; }
 
+  // Counts one call in progress for its lifetime (nesting bounds on C++ frames).
+  struct Nested {
+    explicit Nested(int* count) : n(count) { ++*n; }
+    ~Nested() { --*n; }
+    Nested(const Nested&) = delete;
+    Nested& operator=(const Nested&) = delete;
+    int* n;
+  };
+
   // The expression for the JSON texts valid under `s`, at nesting `depth`.
   int32_t Schema(const JsonValue& s_in, const std::string& ptr_in, int depth) {
     if (text_.layout().DependsOnDepth() && depth > kMaxIndentDepth) return Nothing(&b_);
     // Each nested subschema is a C++ frame: a bound, not a stack overflow (a chain of
     // thousands of `$ref`s, each to the next document's `items`, nests that deep).
-    struct Nesting {
-      int* n;
-      ~Nesting() { --*n; }
-    } nesting{&schema_nesting_};
-    if (++schema_nesting_ > kMaxSchemaNesting) {
+    Nested nesting(&schema_nesting_);
+    if (schema_nesting_ > kMaxSchemaNesting) {
       Fail("subschemas nested more than " + std::to_string(kMaxSchemaNesting) + " deep (a long chain of $refs?)",
            ptr_in);
     }
@@ -1653,7 +1655,7 @@ class SchemaCompiler {
   // every branch: azure-pipelines lists its 260 task names as such branches, beside a
   // pattern in each of 259 other branches (65,793 merges, half its compile time).
   static std::optional<JsonValue> ListedBranches(const std::vector<JsonValue>& branches, bool one_of) {
-    JsonValue values = Arr({});
+    std::vector<JsonValue> listed;
     std::map<std::string, int> listed_by;  // oneOf: string -> branches that list it
     for (const JsonValue& br : branches) {
       const JsonValue* en = nullptr;
@@ -1667,19 +1669,17 @@ class SchemaCompiler {
       for (const JsonValue& v : en->items) {
         if (one_of && !v.IsString()) return std::nullopt;
         if (one_of && in_branch.insert(v.text).second) ++listed_by[v.text];
-        values.items.push_back(v);
+        listed.push_back(v);
       }
     }
     // Each value once (identical branches were one rule by content before the union).
     std::vector<JsonValue> kept;
     std::set<std::string> seen;
-    const std::vector<JsonValue>& all = values.items;
-    for (const JsonValue& v : all) {
+    for (JsonValue& v : listed) {
       if (one_of && listed_by[v.text] != 1) continue;
-      if (seen.insert(DumpJson(v)).second) kept.push_back(v);
+      if (seen.insert(DumpJson(v)).second) kept.push_back(std::move(v));
     }
-    values.items = std::move(kept);
-    return values;
+    return Arr(std::move(kept));
   }
 
   // Keywords this front end refuses (other unknown keywords only annotate).

@@ -19,14 +19,14 @@ std::string ResolveUri(const std::string& base, const std::string& ref);
 // reference, both resolved against the enclosing resource's base (the document's own is
 // `base`; $id before $ref, as in Draft 2020-12); enum, const, default and examples are
 // data and stay as written. Returns whether it did.
+bool MakeRefsAbsolute(JsonValue* root, bool always = false, const std::string& base = kUnnamedDocument);
+
 // Whether `uri` has a scheme (RFC 3986 §4.3), so no base changes what it names.
 bool IsAbsoluteUri(const std::string& uri);
 
 // The draft a document's `$schema` names (3, 4, 6, 7, 2019, 2020; no or an unknown
 // `$schema`: 2020), for telling documents of different drafts apart.
 int DeclaredDraft(const JsonValue& root);
-
-bool MakeRefsAbsolute(JsonValue* root, bool always = false, const std::string& base = kUnnamedDocument);
 
 // Reads the document as the draft its `$schema` names (the meta-schema URI of Draft 4, 6,
 // 7, 2019-09 or 2020-12, normalised as jsonschema normalises it; any other, or none,

@@ -6,7 +6,8 @@ which suits the CPU, where a pass is expensive. An XLA GPU executable reads each
 predicate back to the host, while a pass over ``[B, V]`` float32 costs microseconds there.
 So here every row takes every pass: the masked maximum, the greedy token, min-p, then
 Gumbel-max over the kept tokens (``argmax(log w + G)``, distributed as ``w / sum(w)`` up to
-the resolution of the noise: tokens below ``e^-34`` of the most likely one are never drawn). Measured on an H200 (benchmarks/RESULTS.md), it beats the generic path
+the resolution of the noise: tokens below ``e^-34`` of the most likely one are never
+drawn). Measured on an H200 (benchmarks/RESULTS.md), it beats the generic path
 for greedy, plain and min-p sampling; with top-k (``lax.top_k``) or top-p (32 bisection
 passes) it lost, so those keep the generic path. Same semantics as
 :func:`xgr2.jax.sample`; other random numbers, so a key draws other tokens than on the CPU.
