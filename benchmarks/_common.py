@@ -73,8 +73,9 @@ class Xgr2Engine:
         )
 
     def _compile(self, grammar):  # a fresh compiler without cache every time
-        if self.cold:  # nothing shared with earlier grammars either (a few µs, timed)
+        if self.cold:  # nothing shared with earlier grammars either (timed)
             self.tok.clear_cross_grammar_cache()
+            self.xgr2.clear_shared_automata()
         return self.xgr2.Compiler(self.tok, cache_limit_bytes=0).compile(grammar, precompute=self.precompute)
 
     def compile_builtin_json(self):

@@ -34,7 +34,7 @@ counts as a timeout (refused). Per schema:
 - TTFM: compile + initial state + the first bitmask fill (single-threaded fill).
 
 Fresh compiler: nothing cached from earlier schemas. xgr2: `clear_cross_grammar_cache()`
-on the TokenizerInfo and a `Compiler(cache_limit_bytes=0)`; xgrammar: a new
+on the TokenizerInfo, `clear_shared_automata()` and a `Compiler(cache_limit_bytes=0)`; xgrammar: a new
 `GrammarCompiler(cache_enabled=False)`; llguidance keeps nothing between grammars (a new
 LLMatcher). Warm compiler: one long-lived compiler per engine with its caches on, over
 the whole set in order (each schema is compiled once, after every earlier one): xgr2's
@@ -213,10 +213,12 @@ class Xgr2Adapter:
     def compile(self, schema, mode):
         if mode == "fresh":
             self.tok.clear_cross_grammar_cache()
+            self.xgr2.clear_shared_automata()
             compiler = self.xgr2.Compiler(self.tok, cache_limit_bytes=0)
         else:
             if self.warm is None:
                 self.tok.clear_cross_grammar_cache()
+                self.xgr2.clear_shared_automata()
                 self.warm = self.xgr2.Compiler(self.tok)
             compiler = self.warm
         return compiler.compile(self.xgr2.Grammar.from_json_schema(schema))

@@ -232,6 +232,7 @@ class Server:
         e = self.engine
         if self.name == "xgr2":
             e.tok.clear_cross_grammar_cache()
+            e.xgr2.clear_shared_automata()
             self.compiler = e.xgr2.Compiler(e.tok)
         elif self.name == "xgrammar":
             self.compiler = e.xgr.GrammarCompiler(e.tok, cache_enabled=True)

@@ -36,7 +36,7 @@ from ._errors import (
     ToolCallingError,
     Xgr2Error,
 )
-from ._grammar import Grammar, SchemaWarning
+from ._grammar import Grammar, SchemaWarning, clear_shared_automata
 from ._tokenizer import CrossGrammarCacheInfo, TokenizerInfo
 from ._tree_masks import TreeMasks, tree_masks
 from . import tool_calling
@@ -70,6 +70,7 @@ __all__ = [
     "batch_advance",
     "batch_fill_bitmask",
     "bitmask_to_bool",
+    "clear_shared_automata",
     "compile",
     "get_bitmask_shape",
     "tool_calling",

@@ -252,3 +252,16 @@ def _json_text(value: Any, error: type[SchemaError] | type[StructuralTagError], 
         return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise error(f"{what} is not JSON-serializable: {e}", "") from None
+
+
+def clear_shared_automata() -> None:
+    """Forgets the rule automata that grammars share process-wide, and the JSON-Schema
+    grammars kept for structural tags and tool-calling presets.
+
+    Grammars built afterwards determinize their rules afresh: what a fresh process pays.
+    For cold-compile measurements and to give back memory; existing grammars are not
+    affected. The stores are bounded anyway (``docs/limits.md``).
+
+    >>> clear_shared_automata()
+    """
+    _core.clear_shared_automata()

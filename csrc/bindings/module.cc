@@ -13,6 +13,8 @@
 #include "engine/mask_pool_registry.h"
 #include "engine/node_mask_pool.h"
 #include "frontends/json_formats.h"
+#include "frontends/schema_cache.h"
+#include "grammar/determinize.h"
 #include "support/thread_pool.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
@@ -194,6 +196,10 @@ NB_MODULE(_core, m) {
   m.def("_set_error_types", &SetErrorTypes);
   m.def("batch_fill_bitmask", &BatchFillBitmask, "states"_a, nb::arg("out").none(), "rows"_a, "num_threads"_a);
   m.def("batch_advance", &BatchAdvance, "states"_a, "tokens"_a, "num_threads"_a);
+  m.def("clear_shared_automata", [] {
+    ClearSharedDfas();
+    ClearJsonSchemaCache();
+  });
   BindTreeMasks(m);
   BindXlaFfi(m);
   m.def("json_format_ebnf", [](const std::string& format) -> std::optional<std::string> {

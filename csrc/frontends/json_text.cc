@@ -31,6 +31,17 @@ std::vector<CodepointRange> Clip(const std::vector<CodepointRange>& ranges, uint
   return out;
 }
 
+// Whether `ranges` (sorted, merged) holds every character from U+0080 on.
+bool CoversNonAscii(const std::vector<CodepointRange>& ranges) {
+  auto holds = [&](uint32_t lo, uint32_t hi) {
+    for (auto r : ranges) {
+      if (r.lo <= lo && hi <= r.hi) return true;
+    }
+    return false;
+  };
+  return holds(0x80, 0xD7FF) && holds(0xE000, kMaxCodepoint);
+}
+
 }  // namespace
 
 int32_t JsonText::Ws() {
@@ -131,6 +142,12 @@ int32_t JsonText::HexRange(uint32_t lo, uint32_t hi, int width) {
 }
 
 int32_t JsonText::CharIn(const std::vector<CodepointRange>& ranges) {
+  // "Every character but a few ASCII ones" (a key trie's other characters, negated
+  // pattern classes) is common, and the non-ASCII part of such a set, with its \uXXXX
+  // trees and surrogate pairs, is most of its expressions: one shared rule writes it.
+  if (CoversNonAscii(ranges) && ranges.front().lo < 0x80) {
+    return b_->Choice({CharIn(Clip(ranges, 0, 0x7F)), NonAsciiChar()});
+  }
   std::vector<std::pair<uint32_t, uint32_t>> key;
   key.reserve(ranges.size());
   for (CodepointRange r : ranges) key.emplace_back(r.lo, r.hi);
@@ -200,6 +217,15 @@ int32_t JsonText::CharInUncached(const std::vector<CodepointRange>& ranges) {
   }
   if (alts.empty()) return Nothing(b_);
   return b_->Choice(alts);
+}
+
+int32_t JsonText::NonAsciiChar() {
+  if (non_ascii_rule_ < 0) {
+    int32_t body = CharInUncached({{0x80, 0xD7FF}, {0xE000, kMaxCodepoint}});
+    non_ascii_rule_ = b_->NewRule("json_char_non_ascii");
+    b_->SetBody(non_ascii_rule_, body);
+  }
+  return b_->Ref(non_ascii_rule_);
 }
 
 int32_t JsonText::AnyChar() {

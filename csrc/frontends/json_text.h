@@ -60,6 +60,8 @@ class JsonText {
 
  private:
   int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
+  // Every character from U+0080 on, in every form (shared rule).
+  int32_t NonAsciiChar();
   int32_t Ws();
   int32_t SharedSeparator(char c, int32_t* rule);
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
@@ -70,7 +72,8 @@ class JsonText {
 
   IrBuilder* b_;
   JsonLayout layout_;
-  int32_t ws_rule_ = -1, comma_rule_ = -1, colon_rule_ = -1, any_char_rule_ = -1, content_rule_ = -1;
+  int32_t ws_rule_ = -1, comma_rule_ = -1, colon_rule_ = -1, any_char_rule_ = -1, content_rule_ = -1,
+          non_ascii_rule_ = -1;
   // CharIn's expression per character set: automata (patterns, key languages) ask for
   // the same sets at many states, and each costs a tree of \uXXXX ranges.
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;

@@ -29,6 +29,13 @@ class SchemaCache {
     return true;
   }
 
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    order_.clear();
+    index_.clear();
+    bytes_ = 0;
+  }
+
   void Insert(const std::string& key, const JsonSchemaGrammar& value) {
     std::lock_guard<std::mutex> lock(mu_);
     if (index_.count(key) || key.size() > kMaxKeyBytes) return;
@@ -67,5 +74,7 @@ JsonSchemaGrammar CachedJsonSchemaToGrammar(const std::string& schema_json, cons
   Cache().Insert(key, out);
   return out;
 }
+
+void ClearJsonSchemaCache() { Cache().Clear(); }
 
 }  // namespace xgr2

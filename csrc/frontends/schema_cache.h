@@ -13,4 +13,7 @@ namespace xgr2 {
 // are not cached (they throw again).
 JsonSchemaGrammar CachedJsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options);
 
+// Empties the cache.
+void ClearJsonSchemaCache();
+
 }  // namespace xgr2

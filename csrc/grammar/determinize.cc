@@ -117,25 +117,36 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
   for (int32_t n = 0; n < nfa.NumNodes(); ++n) {
     for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) kept[n] |= nfa.edges[e].rule != kNfaEpsilon;
   }
-  std::vector<int32_t> set = {start};
-  Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
-  table.Intern(set, rule_name);
+  std::vector<int32_t> set;
+  // The DFA node of one NFA node's closure, by NFA node: most byte intervals and rule
+  // edges lead to a single NFA node, and most of those were reached before.
+  std::vector<int32_t> node_state(nfa.NumNodes(), -1);
+  auto state_of_node = [&](int32_t n) {
+    if (node_state[n] < 0) {
+      set.assign(1, n);
+      Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
+      node_state[n] = table.Intern(set, rule_name);
+    }
+    return node_state[n];
+  };
+  state_of_node(start);
   dfa.begin.push_back(0);
 
   std::vector<int32_t> members;
   std::vector<const NfaEdge*> byte_edges, active;
   std::vector<std::pair<int32_t, int32_t>> rule_edges;  // (rule, NFA target)
-  std::vector<int> cuts;
   for (int32_t d = 0; d < table.size(); ++d) {
     table.Get(d, &members);
-    byte_edges.clear(), rule_edges.clear(), cuts.clear();
+    byte_edges.clear(), rule_edges.clear();
+    // Where elementary byte intervals start: bit b of `cuts` for byte b (256: past the end).
+    uint64_t cuts[5] = {0, 0, 0, 0, 0};
     for (int32_t n : members) {
       for (int32_t e = nfa.begin[n]; e < nfa.begin[n + 1]; ++e) {
         const NfaEdge& edge = nfa.edges[e];
         if (edge.rule == -1) {
           byte_edges.push_back(&edge);
-          cuts.push_back(edge.lo);
-          cuts.push_back(edge.hi + 1);
+          cuts[edge.lo >> 6] |= uint64_t{1} << (edge.lo & 63);
+          cuts[(edge.hi + 1) >> 6] |= uint64_t{1} << ((edge.hi + 1) & 63);
         } else if (edge.rule >= 0) {
           rule_edges.emplace_back(edge.rule, edge.target);
         }
@@ -143,34 +154,51 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
     }
     // Sweep the elementary byte intervals between cut points in ascending order,
     // keeping the edges that cover the current one.
-    std::sort(cuts.begin(), cuts.end());
-    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     std::sort(byte_edges.begin(), byte_edges.end(), [](const NfaEdge* a, const NfaEdge* b) { return a->lo < b->lo; });
     active.clear();
     size_t next = 0;
     size_t first_edge = dfa.edges.size();
-    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
-      int lo = cuts[c], hi = cuts[c + 1] - 1;
-      while (next < byte_edges.size() && byte_edges[next]->lo <= lo) active.push_back(byte_edges[next++]);
-      active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
-                   active.end());
-      if (active.empty()) continue;
-      set.clear();
-      for (const NfaEdge* e : active) set.push_back(e->target);
-      Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
-      int32_t t = table.Intern(set, rule_name);
-      FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
-      if (last && last->target == t && last->hi + 1 == lo) {
-        last->hi = static_cast<uint8_t>(hi);
-      } else {
-        dfa.edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
+    int lo = -1;  // the open interval's first byte
+    for (int w = 0; w < 5; ++w) {
+      for (uint64_t bits = cuts[w]; bits; bits &= bits - 1) {
+        int cut = w * 64 + __builtin_ctzll(bits);
+        if (lo >= 0) {
+          int hi = cut - 1;
+          active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
+                       active.end());
+          if (!active.empty()) {
+            int32_t t;
+            if (active.size() == 1) {
+              t = state_of_node(active[0]->target);
+            } else {
+              set.clear();
+              for (const NfaEdge* e : active) set.push_back(e->target);
+              Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
+              t = table.Intern(set, rule_name);
+            }
+            FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
+            if (last && last->target == t && last->hi + 1 == lo) {
+              last->hi = static_cast<uint8_t>(hi);
+            } else {
+              dfa.edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
+            }
+          }
+        }
+        lo = cut;
+        while (next < byte_edges.size() && byte_edges[next]->lo <= lo) active.push_back(byte_edges[next++]);
       }
     }
     std::sort(rule_edges.begin(), rule_edges.end());
     for (size_t i = 0; i < rule_edges.size();) {
       int32_t rule = rule_edges[i].first;
+      size_t from = i;
+      while (i < rule_edges.size() && rule_edges[i].first == rule) ++i;
+      if (i - from == 1) {
+        dfa.edges.push_back({0, 0, rule, state_of_node(rule_edges[from].second)});
+        continue;
+      }
       set.clear();
-      for (; i < rule_edges.size() && rule_edges[i].first == rule; ++i) set.push_back(rule_edges[i].second);
+      for (size_t k = from; k < i; ++k) set.push_back(rule_edges[k].second);
       Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
       dfa.edges.push_back({0, 0, rule, table.Intern(set, rule_name)});
     }
@@ -290,6 +318,14 @@ void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules
   SharedDfas& shared = TheSharedDfas();
   std::lock_guard<std::mutex> lock(shared.mu);
   shared.Insert(&shared.by_ir, ir_key, std::move(ranked));
+}
+
+void ClearSharedDfas() {
+  SharedDfas& shared = TheSharedDfas();
+  std::lock_guard<std::mutex> lock(shared.mu);
+  shared.by_nfa.clear();
+  shared.by_ir.clear();
+  shared.edges = 0;
 }
 
 }  // namespace xgr2

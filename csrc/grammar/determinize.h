@@ -52,4 +52,7 @@ RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, cons
 bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out);
 void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa);
 
+// Empties both stores (xgr2.clear_shared_automata: cold-compile benchmarks, memory).
+void ClearSharedDfas();
+
 }  // namespace xgr2
