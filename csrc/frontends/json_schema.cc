@@ -2217,9 +2217,13 @@ class SchemaCompiler {
       DecimalNumber m = ParseDecimal(c.multiple_of);
       if (m.negative || m.digits.empty()) Fail("multipleOf must be positive", ptr + "/multipleOf");
     }
+    // Schemas repeat their ranges ("minimum": 0 on every count): one automaton each.
+    std::string key = std::string(integer ? "i" : "n") + (c.exclusive_minimum ? "(" : "[") + c.minimum + "," +
+                      c.maximum + (c.exclusive_maximum ? ")" : "]") + "*" + c.multiple_of;
+    if (auto it = numbers_.find(key); it != numbers_.end()) return it->second;
     try {
       int32_t e = integer ? AppendIntegerRange(&b_, c) : AppendNumberRange(&b_, c);
-      return e < 0 ? Nothing(&b_) : e;
+      return numbers_[key] = e < 0 ? Nothing(&b_) : e;
     } catch (const SchemaError& err) {
       std::string where = !c.multiple_of.empty() ? "/multipleOf" : "";
       if (opt_.unsupported == UnsupportedPolicy::kError) throw SchemaError(err.what(), ptr + where);
@@ -2876,6 +2880,7 @@ class SchemaCompiler {
   int disjoint_depth_ = 0;  // Disjoint calls in progress
   int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
+  std::unordered_map<std::string, int32_t> numbers_;  // NumberExpr by range
 };
 
 }  // namespace

@@ -212,12 +212,26 @@ namespace {
 
 struct SharedDfas {
   std::mutex mu;
-  std::unordered_map<std::string, std::shared_ptr<const RuleDfa>> by_nfa, by_ir;
+  using Map = std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>;
+  Map by_nfa, by_ir;
+  // Automata of fixed building blocks (PinnedDfaScope): never cleared nor evicted.
+  Map pinned_by_nfa, pinned_by_ir;
   size_t edges = 0;
 
+  // The entry under `key` in the pinned map or the other. Locked.
+  std::shared_ptr<const RuleDfa> Find(const Map& pinned, const Map& map, const std::string& key) const {
+    if (auto it = pinned.find(key); it != pinned.end()) return it->second;
+    if (auto it = map.find(key); it != map.end()) return it->second;
+    return nullptr;
+  }
+
   // Keeps `dfa` (ranked) under `key`; starts over past kMaxSharedDfaEdges. Locked.
-  void Insert(std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>* map, std::string key,
-              std::shared_ptr<const RuleDfa> dfa) {
+  void Insert(Map* map, std::string key, std::shared_ptr<const RuleDfa> dfa) {
+    if (PinnedDfaScope::Active()) {
+      Map* pinned = map == &by_nfa ? &pinned_by_nfa : &pinned_by_ir;
+      pinned->emplace(std::move(key), std::move(dfa));
+      return;
+    }
     if (edges + dfa->edges.size() > kMaxSharedDfaEdges) {
       by_nfa.clear();
       by_ir.clear();
@@ -232,6 +246,8 @@ SharedDfas& TheSharedDfas() {
   static SharedDfas* shared = new SharedDfas;  // never destroyed: used until exit
   return *shared;
 }
+
+thread_local bool pinning = false;
 
 // Writes the key in place, a word at a time (appending word by word cost more than
 // the lookup: this runs for every rule of every grammar built).
@@ -274,8 +290,7 @@ RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, cons
   std::shared_ptr<const RuleDfa> found;
   {
     std::lock_guard<std::mutex> lock(shared.mu);
-    auto it = shared.by_nfa.find(key);
-    if (it != shared.by_nfa.end()) found = it->second;
+    found = shared.Find(shared.pinned_by_nfa, shared.by_nfa, key);
   }
   if (found) {
     RuleDfa dfa = *found;
@@ -299,9 +314,8 @@ bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules,
   std::shared_ptr<const RuleDfa> found;
   {
     std::lock_guard<std::mutex> lock(shared.mu);
-    auto it = shared.by_ir.find(ir_key);
-    if (it == shared.by_ir.end()) return false;
-    found = it->second;
+    found = shared.Find(shared.pinned_by_ir, shared.by_ir, ir_key);
+    if (!found) return false;
   }
   *out = *found;
   for (FsmEdge& e : out->edges) {
@@ -319,6 +333,10 @@ void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules
   std::lock_guard<std::mutex> lock(shared.mu);
   shared.Insert(&shared.by_ir, ir_key, std::move(ranked));
 }
+
+PinnedDfaScope::PinnedDfaScope() { pinning = true; }
+PinnedDfaScope::~PinnedDfaScope() { pinning = false; }
+bool PinnedDfaScope::Active() { return pinning; }
 
 void ClearSharedDfas() {
   SharedDfas& shared = TheSharedDfas();

@@ -52,7 +52,20 @@ RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, cons
 bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out);
 void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa);
 
-// Empties both stores (xgr2.clear_shared_automata: cold-compile benchmarks, memory).
+// Empties both stores (xgr2.clear_shared_automata: cold-compile benchmarks, memory),
+// except for pinned automata.
 void ClearSharedDfas();
+
+// While one lives, on this thread, automata stored go to a pinned part of the stores
+// that is never cleared nor evicted: for the fixed building blocks of JSON text, built
+// once per process (frontends/json_schema.cc), so a schema never pays for them.
+class PinnedDfaScope {
+ public:
+  PinnedDfaScope();
+  ~PinnedDfaScope();
+  PinnedDfaScope(const PinnedDfaScope&) = delete;
+  PinnedDfaScope& operator=(const PinnedDfaScope&) = delete;
+  static bool Active();
+};
 
 }  // namespace xgr2
