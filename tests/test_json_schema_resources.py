@@ -173,3 +173,24 @@ def test_resources_are_part_of_the_cache_key():
     large = xgr2.compile(xgr2.Grammar.from_json_schema(schema, resources={"n.json": {"maximum": 50, "type": "integer"}},
                                                        any_whitespace=False), BYTES).initial_state()
     assert not accepts(small, "7") and accepts(large, "7")
+
+
+METASCHEMA_CASES = [
+    ({"$schema": D2020, "type": "object",
+      "properties": {"t": {"$ref": "https://json-schema.org/draft/2020-12/meta/validation#/$defs/simpleTypes"}}},
+     [{"t": "string"}, {"t": "strin"}, {"t": 1}]),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "properties": {"n": {"$ref": "http://json-schema.org/draft-07/schema#/definitions/nonNegativeInteger"}}},
+     [{"n": 0}, {"n": -1}, {"n": 2.5}, {"n": 7}]),
+]
+
+
+@pytest.mark.parametrize("schema, instances", METASCHEMA_CASES)
+def test_refs_to_json_schema_metaschemas_come_from_jsonschema_specifications(schema, instances):
+    # Not given in resources=: read from the package jsonschema itself resolves them with.
+    pytest.importorskip("jsonschema_specifications")
+    state = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False), BYTES).initial_state()
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    verdicts = [validator.is_valid(v) for v in instances]
+    assert [accepts(state, json.dumps(v, separators=(",", ":"))) for v in instances] == verdicts
+    assert True in verdicts and False in verdicts

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Literal
@@ -118,7 +119,9 @@ class Grammar(Frozen):
                 resource whose ``$id`` differs from its name while it has relative
                 references are refused (jsonschema reads those otherwise than the
                 standard). Nothing is ever fetched: a ``$ref`` to a document not given here
-                is an error.
+                is an error, except the metaschemas of JSON Schema's drafts (json-schema.org
+                URIs), read from the jsonschema-specifications package when it is installed
+                (it comes with ``jsonschema``).
 
         Raises:
             SchemaError: naming the keyword and its JSON pointer.
@@ -160,6 +163,8 @@ class Grammar(Frozen):
             if not isinstance(document, (dict, bool, str)):
                 raise TypeError(f"resource {uri!r} must be a dict, bool or JSON string, got {type(document).__name__}")
             documents.append((uri, _json_text(document, SchemaError, f"resource {uri!r}")))
+        given = {uri for uri, _ in documents}
+        documents += [(uri, text) for uri, text in _metaschemas_named(text) if uri not in given]
         ir, notes = _core.GrammarIR.from_json_schema(
             text, bool(any_whitespace), -1 if indent is None else indent, separators, bool(strict),
             policies[unsupported], documents)
@@ -241,6 +246,33 @@ class Grammar(Frozen):
 
     def __reduce__(self) -> tuple[Callable[[str, str], Grammar], tuple[str, str]]:
         return (Grammar.from_ebnf, (str(self), self.root))
+
+
+# A json-schema.org URI in a `$ref` or `$id`: the metaschema of a draft (or one of its vocabularies).
+_METASCHEMA_URI = re.compile(r'"\$(?:ref|id)"\s*:\s*"(https?://json-schema\.org/(?:draft/\d{4}-\d{2}|draft-\d\d)/)')
+_metaschema_texts: dict[str, str] = {}
+
+
+def _metaschemas_named(text: str) -> list[tuple[str, str]]:
+    """The metaschemas of the drafts whose json-schema.org URIs a `$ref` (or the schema's
+    `$id`: a metaschema itself) names, as (URI, JSON text), from the jsonschema-specifications
+    package (installed with jsonschema) when it is there. Read from disk, never fetched."""
+    if "json-schema.org" not in text:
+        return []
+    prefixes = {m.replace("http://", "https://") for m in _METASCHEMA_URI.findall(text)}
+    if not prefixes:
+        return []
+    try:
+        from jsonschema_specifications import REGISTRY
+    except ImportError:
+        return []
+    out = []
+    for uri in REGISTRY:
+        if uri.replace("http://", "https://").startswith(tuple(prefixes)):
+            if uri not in _metaschema_texts:
+                _metaschema_texts[uri] = json.dumps(REGISTRY[uri].contents)
+            out.append((uri, _metaschema_texts[uri]))
+    return out
 
 
 def _json_text(value: Any, error: type[SchemaError] | type[StructuralTagError], what: str) -> str:

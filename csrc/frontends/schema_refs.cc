@@ -194,10 +194,23 @@ int DraftOfUri(const std::string& text) {
 // `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
 // another: which draft a `$ref` target then follows depends on where the reference
 // comes from (jsonschema evaluates it by the referring schema's draft).
-void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::string& ptr) {
+// Where ReadAsDraft is, as steps (an object key, or an array index where the key is
+// null): the JSON pointer is only written for an error.
+struct DraftPath {
+  std::vector<std::pair<const std::string*, size_t>> steps;
+  std::string Pointer() const {
+    std::string out;
+    for (auto [key, index] : steps) out += "/" + (key ? JsonPointerToken(*key) : std::to_string(index));
+    return out;
+  }
+};
+
+void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, DraftPath* path) {
   if (s->IsArray()) {
     for (size_t i = 0; i < s->items.size(); ++i) {
-      ReadAsDraft(&s->items[i], false, draft, draft4, ptr + "/" + std::to_string(i));
+      path->steps.emplace_back(nullptr, i);
+      ReadAsDraft(&s->items[i], false, draft, draft4, path);
+      path->steps.pop_back();
     }
     return;
   }
@@ -207,15 +220,15 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
     if (const JsonValue* d = s->Find("$schema"); d && d->IsString()) {
       int named = DraftOfUri(d->text);
       auto family = [](int n) { return n == kDraft2020 ? 0 : n; };
-      if (!ptr.empty() && family(named) != family(draft)) {
+      if (!path->steps.empty() && family(named) != family(draft)) {
         throw SchemaError("a subschema names another draft than the document (`$schema`): mixed drafts are not "
                           "supported",
-                          ptr + "/$schema");
+                          path->Pointer() + "/$schema");
       }
       draft = named;
       if (draft == 3) {
         throw SchemaError("Draft 3 schemas are not supported (its required, extends, disallow and divisibleBy)",
-                          ptr + "/$schema");
+                          path->Pointer() + "/$schema");
       }
     }
     if (draft == 4) *draft4 = true;
@@ -231,7 +244,11 @@ void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, const std::str
     }
   }
   for (auto& [k, v] : m) {
-    if (map || !IsSchemaData(k)) ReadAsDraft(&v, !map && IsSchemaMap(k), draft, draft4, ptr + "/" + JsonPointerToken(k));
+    if (map || !IsSchemaData(k)) {
+      path->steps.emplace_back(&k, 0);
+      ReadAsDraft(&v, !map && IsSchemaMap(k), draft, draft4, path);
+      path->steps.pop_back();
+    }
   }
 }
 
@@ -247,7 +264,8 @@ int DeclaredDraft(const JsonValue& root) {
 
 bool ReadAsDeclaredDraft(JsonValue* root) {
   bool draft4 = false;
-  ReadAsDraft(root, false, 0, &draft4, "");
+  DraftPath path;
+  ReadAsDraft(root, false, 0, &draft4, &path);
   return draft4;
 }
 
