@@ -33,6 +33,10 @@ counts as a timeout (refused). Per schema:
   `LLMatcher.grammar_from_json_schema` + `LLMatcher(tokenizer, grammar)`);
 - TTFM: compile + initial state + the first bitmask fill (single-threaded fill).
 
+Fresh mode reports, per schema, the least of 3 runs (each from empty caches) for schemas
+under 100 ms, one run above: this VM's timings move by 30-50% from run to run; warm
+mode runs each schema once (a second run would hit the cache).
+
 Engines: xgr2 with its defaults (exact: `unsupported="error"`), xgr2-warn (xgr2 with
 `unsupported="warn"`: it widens only where docs/json_schema.md says, as xgrammar widens
 by default with a log line), xgrammar, llguidance.
@@ -85,6 +89,7 @@ from _common import has_type
 
 ENGINE_NAMES = ["xgr2", "xgr2-warn", "xgrammar", "llguidance"]
 MODES = ["fresh", "warm"]
+FRESH_RUNS, FRESH_REPEAT_BELOW_MS = 3, 100  # fresh mode: the least of 3 runs, for schemas under 100 ms
 
 # --------------------------------------------------------------------------- schemas
 TYPE_MAP = {"dict": "object", "float": "number", "tuple": "array", "string": "string", "integer": "integer",
@@ -343,8 +348,8 @@ def worker_main(engine: str) -> None:
     gc.freeze()  # the tokenizers' many objects: keep them out of every later collection
     print(json.dumps({"ready": True}), flush=True)
     pc = time.perf_counter_ns
-    for line in sys.stdin:
-        job = json.loads(line)
+
+    def run(job) -> dict:
         reply = {}
         gc.collect()
         gc.disable()
@@ -362,6 +367,19 @@ def worker_main(engine: str) -> None:
             reply["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         finally:
             gc.enable()
+        return reply
+
+    for line in sys.stdin:
+        job = json.loads(line)
+        reply = run(job)
+        # Fresh: every run starts from empty caches, so the least of up to 3 runs (those
+        # under FRESH_REPEAT_BELOW_MS) is the cold time with less of the machine's noise.
+        for _ in range(FRESH_RUNS - 1):
+            if job["mode"] != "fresh" or reply.get("ttfm_ms", np.inf) > FRESH_REPEAT_BELOW_MS:
+                break
+            again = run(job)
+            if again.get("ttfm_ms", np.inf) < reply["ttfm_ms"]:
+                reply = again
         print(json.dumps(reply), flush=True)
 
 
@@ -569,7 +587,7 @@ def main(argv=None) -> int:
         append_results("JSON-Schema compile benchmark (BFCL and real-world schemas, Llama-3 tokenizer)",
                        "bench_schema_compile.py", argv,
                        ["- Compile = schema to compiled grammar; TTFM = compile + initial state + first mask"
-                        " (single-threaded fill); fresh = empty caches per schema, warm = one long-lived compiler"
+                        " (single-threaded fill); fresh = empty caches per schema (least of 3 runs under 100 ms), warm = one long-lived compiler"
                         " per engine over the set; each engine in its own worker process, one at a time.",
                         *body.copy(), ""], at_top=True)
     return 0

@@ -132,3 +132,21 @@ def test_clearing_shared_automata_rebuilds_the_same_grammar(byte_tokenizer_info)
     before = accepted()
     xgr2.clear_shared_automata()
     assert accepted() == before == expected
+
+
+def test_schema_grammars_are_cached_by_schema_and_options(byte_tokenizer_info):
+    # A JSON-Schema grammar's cache key is its schema text and options (printing a large
+    # grammar for a text key cost milliseconds): the same schema hits, other options miss,
+    # and the printed form of the grammar is a grammar of its own (same language).
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}}, "required": ["n"]}
+    compiler = xgr2.Compiler(byte_tokenizer_info)
+    first = compiler.compile(xgr2.Grammar.from_json_schema(schema))
+    assert compiler.compile(xgr2.Grammar.from_json_schema(schema)) is first
+    compact = compiler.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False))
+    printed = compiler.compile(str(xgr2.Grammar.from_json_schema(schema)))
+    assert compact is not first and printed is not first
+    assert compiler.cache_info().hits == 1
+    for compiled, text, ok in [(first, '{ "n" : 9 }', True), (compact, '{ "n": 9}', False), (compact, '{"n":9}', True),
+                               (printed, '{ "n" : 9 }', True), (printed, '{"n": 10}', False)]:
+        state = compiled.initial_state().try_advance_bytes(text.encode())
+        assert (state is not None and state.can_terminate) == ok, text

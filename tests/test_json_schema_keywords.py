@@ -83,7 +83,8 @@ KEYWORDS = [
     ("$ref", "exact", {"$defs": {"a": {"type": "integer"}}, "$ref": "#/$defs/a"},
      "JSON pointers (with ~0 ~1 and %-escapes), $anchor, recursion; resolved against the base URI of the resource it stands in "
      "(RFC 3986, the nearest `$id`), so `#/$defs/x` under an embedded `$id` names that resource's `$defs`; other documents only as given in `resources=` "
-     "(nothing is fetched; a resource without `$schema` is read in the schema's draft). Keywords beside a `$ref` apply too, "
+     "(nothing is fetched; a resource without `$schema` is read in the schema's draft), and the metaschemas of JSON "
+     "Schema's drafts (json-schema.org URIs) from the jsonschema-specifications package when it is installed. Keywords beside a `$ref` apply too, "
      "except under a `$schema` of Draft 4, 6 or 7, which ignore them (`$id` included). Drafts: the `$schema` URI "
      "of Draft 4, 6, 7 or 2019-09 (else 2020-12) sets which keywords exist (Draft 4's `id` is `$id`); a subschema "
      "naming another draft than the document, and Draft 3, are refused; a `$ref` into an `$id` that two "

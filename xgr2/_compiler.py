@@ -210,7 +210,9 @@ class _LruCache:
 class Compiler(Frozen):
     """Compiles grammars for one tokenizer, keeping recent results in an LRU cache.
 
-    The cache is keyed by the grammar's normalized text, root and options, holds at
+    The cache is keyed by the grammar's normalized text, root and options (a grammar
+    from a JSON Schema or a regex by the schema or pattern and the options that built
+    it: printing a large grammar costs milliseconds), holds at
     most ``cache_limit_bytes`` (measured with :attr:`CompiledGrammar.memory_bytes`,
     which grows as node masks are computed; the limit is enforced at each compile),
     and is safe to use from several threads. ``cache_limit_bytes=0`` disables it.
@@ -265,7 +267,7 @@ class Compiler(Frozen):
             with lru.lock:
                 lru.misses += 1
             return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute)
-        key = (str(grammar), grammar.root, precompute)
+        key = (grammar._source or ("text", str(grammar)), grammar.root, precompute)
         with lru.lock:
             cached = lru.entries.get(key)
             if cached is not None:

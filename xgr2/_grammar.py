@@ -29,11 +29,12 @@ class Grammar(Frozen):
     root ::= "a"+ ("b" | [c-e])
     """
 
-    __slots__ = ("_ir",)
+    __slots__ = ("_ir", "_source")
     _ir: _core.GrammarIR
+    _source: "tuple | None"  # what built it (text and options), a Compiler's cache key; None: unknown
 
-    def __init__(self, ir: _core.GrammarIR):
-        init_slots(self, _ir=ir)
+    def __init__(self, ir: _core.GrammarIR, source: "tuple | None" = None):
+        init_slots(self, _ir=ir, _source=source)
 
     @staticmethod
     def from_ebnf(text: str, root: str = "root") -> "Grammar":
@@ -80,7 +81,7 @@ class Grammar(Frozen):
         """
         if not isinstance(pattern, str):
             raise TypeError(f"pattern must be str, got {type(pattern).__name__}")
-        return Grammar(_core.GrammarIR.from_regex(pattern))
+        return Grammar(_core.GrammarIR.from_regex(pattern), ("regex", pattern))
 
     @staticmethod
     def from_json_schema(
@@ -171,7 +172,8 @@ class Grammar(Frozen):
         if unsupported == "warn":
             for note in notes:
                 warnings.warn(note, SchemaWarning, stacklevel=2)
-        return Grammar(ir)
+        return Grammar(ir, ("json_schema", text, bool(any_whitespace), indent, separators, bool(strict), unsupported,
+                            tuple(documents)))
 
     @staticmethod
     def from_structural_tag(spec: "dict[str, Any] | str", *,
