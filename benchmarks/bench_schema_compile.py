@@ -373,9 +373,8 @@ def worker_main(engine: str) -> None:
     warm_set = None
     for line in sys.stdin:
         job = json.loads(line)
-        # A warm compiler serves one set, and none is alive in fresh mode: a process that
-        # holds thousands of compiled grammars compiles 30-80% slower (measured with
-        # xgr2 and the BFCL set's warm compiler alive during the real-world set).
+        # A warm compiler serves one set, and none is alive in fresh mode (fresh keeps
+        # nothing of earlier schemas, their memory included).
         if job["mode"] == "fresh" or job.get("set") != warm_set:
             adapter.warm, warm_set = None, (job.get("set") if job["mode"] == "warm" else None)
         reply = run(job)

@@ -6,6 +6,9 @@
 - JSON's separators (`ws ":" ws`, `ws "," ws`) are shared rules, never inlined
   (Rule::shared): objects with hundreds of optional properties.
 - The JSON reader (support/json.cc) moves what it parses and appends plain runs at once.
+- One patternProperties pattern beside declared properties and no other undeclared
+  keys (OpenAPI's `^x-`): the pattern's keys less the declared names it matches,
+  without the automaton of every undeclared key (KeyRegions).
 
 Oracle: jsonschema's verdict on every candidate value, each serialized in the layouts the
 grammar is asked for; the grammar accepts the text iff the value is valid.
@@ -135,3 +138,29 @@ def test_large_enums_merge_without_reaching_the_work_bound():
     values = [f"s{i}" for i in range(6000)]
     start = state({"allOf": [{"enum": values}, {"enum": values[::-1][:3000]}]}, any_whitespace=False)
     assert accepts(start, '"s5999"') and accepts(start, '"s3000"') and not accepts(start, '"s2999"')
+
+
+PATTERN_BESIDE_NAMES = [
+    {"type": "object", "properties": {"x-a": {"type": "string"}, "b": {}}, "patternProperties": {"^x-": {"type": "integer"}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"ab": {"type": "integer"}}, "patternProperties": {"b": {"type": "string"}}},
+    {"type": "object", "properties": {"a": {}}, "patternProperties": {"^(a|é)$": {"type": "integer"}},
+     "additionalProperties": False},
+]
+
+
+@pytest.mark.parametrize("schema", PATTERN_BESIDE_NAMES, ids=range(len(PATTERN_BESIDE_NAMES)))
+def test_one_pattern_beside_declared_names_keys_exactly(schema):
+    # strict: a key is written when declared or matched by the pattern, and then the
+    # grammar accepts exactly the valid values.
+    import re
+
+    start = state(schema, any_whitespace=False)
+    (pattern,) = schema["patternProperties"]
+    for key in ["x-a", "x-b", "x-", "b", "ab", "a", "é", "c", "xb", "bb", "aé"]:
+        for v in (1, "s", None):
+            value = {key: v}
+            text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            written = key in schema["properties"] or re.search(pattern, key) is not None
+            assert accepts(start, text) == (written and is_valid(schema, value)), (schema, text)
+    assert accepts(start, "{}")

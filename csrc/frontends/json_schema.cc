@@ -2314,6 +2314,15 @@ class SchemaCompiler {
     return it->second;
   }
 
+  // SearchDfa, with a SchemaError at `ptr` when the pattern is invalid.
+  const CharDfa& SearchDfaAt(const std::string& pattern, const std::string& ptr) {
+    try {
+      return SearchDfa(pattern);
+    } catch (const RegexError& e) {
+      Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr);
+    }
+  }
+
   // The automaton of a `pattern` (a search, as JSON Schema reads it); a SchemaError at
   // `ptr` when the pattern is invalid.
   CharDfa PatternDfa(const std::string& pattern, const std::string& ptr) {
@@ -2680,6 +2689,21 @@ class SchemaCompiler {
     std::string pp = ptr + "/patternProperties";
     std::vector<int32_t> alts;
     try {
+      if (pattern_props.members.size() == 1 && !others && !allowed_keys) {
+        // One pattern and no other undeclared keys (OpenAPI's `^x-` beside
+        // additionalProperties false, on every object): the pattern's keys but the
+        // declared names it matches, without the automaton of every undeclared key.
+        const auto& [pattern, sub] = pattern_props.members[0];
+        std::string where = pp + "/" + JsonPointerToken(pattern);
+        const CharDfa& p = SearchDfaAt(pattern, where);
+        std::vector<std::string> matched;
+        for (const std::string& name : names) {
+          if (p.Accepts(name)) matched.push_back(name);
+        }
+        CharDfa keys = matched.empty() ? p : p.Minus(CharDfa::Words(matched));
+        if (keys.IsEmpty()) return -1;
+        return b_.Seq({b_.Bytes("\""), EmitKeys(keys), b_.Bytes("\""), text_.KeySeparator(), Schema(sub, where, depth + 1)});
+      }
       CharDfa keys = allowed_keys ? *allowed_keys : CharDfa::LengthBetween(0, -1);
       std::vector<Region> regions = {{keys.Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
       for (size_t i = 0; i < pattern_props.members.size(); ++i) {
