@@ -259,9 +259,10 @@ def _metaschemas_named(text: str) -> list[tuple[str, str]]:
     """The metaschemas of the drafts whose json-schema.org URIs a `$ref` (or the schema's
     `$id`: a metaschema itself) names, as (URI, JSON text), from the jsonschema-specifications
     package (installed with jsonschema) when it is there. Read from disk, never fetched."""
-    if "json-schema.org" not in text:
-        return []
-    prefixes = {m.replace("http://", "https://") for m in _METASCHEMA_URI.findall(text)}
+    prefixes, at = set(), text.find("json-schema.org/")
+    while at >= 0:  # most schemas name it once, in `$schema`: look only around each
+        prefixes.update(m.replace("http://", "https://") for m in _METASCHEMA_URI.findall(text, max(0, at - 40), at + 40))
+        at = text.find("json-schema.org/", at + 1)
     if not prefixes:
         return []
     try:

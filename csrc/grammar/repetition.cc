@@ -1,6 +1,8 @@
 #include "grammar/repetition.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "grammar/ir_builder.h"
@@ -117,11 +119,11 @@ class Nullable {
 // where a round ends (`(\d+){200,1000}`: any digit may start a round), which made every
 // parser step cost more the longer the input. Children come before their parents, so
 // nests merge fully.
-void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
+void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nullable) {
   for (Expr& e : g->exprs) {
     if (e.kind != ExprKind::kRepeat) continue;
     const Expr& c = g->exprs[e.children[0]];
-    if (c.kind != ExprKind::kRepeat || nullable.Of(c.children[0])) continue;
+    if (c.kind != ExprKind::kRepeat || nullable().Of(c.children[0])) continue;
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
     bool contiguous = m == n || (b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1);
     int64_t lo = m * a, hi = n == 0 || b == 0 ? 0 : n < 0 || b < 0 ? -1 : n * b;
@@ -136,21 +138,28 @@ void MergeNestedRepeats(GrammarIR* g, const Nullable& nullable) {
 }  // namespace
 
 void CompressRepetitions(GrammarIR* g) {
-  IrBuilder b(g);
-  Nullable nullable(*g);
+  // Most grammars have no repetition to merge or compress: the nullable rules (a
+  // fixpoint over the whole grammar) and a builder only when one is found.
+  std::optional<Nullable> nullable_rules;
+  auto nullable = [&]() -> const Nullable& {
+    if (!nullable_rules) nullable_rules.emplace(*g);
+    return *nullable_rules;
+  };
   MergeNestedRepeats(g, nullable);
+  std::optional<IrBuilder> b;
   size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
   for (size_t id = 0; id < n; ++id) {
     const Expr& e = g->exprs[id];
     if (e.kind != ExprKind::kRepeat) continue;
     if (e.min <= kRepetitionCopyLimit && e.max <= kRepetitionCopyLimit) continue;
     int32_t child = e.children[0], min = e.min, max = e.max;
-    if (nullable.Of(child)) {
+    if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
+    if (nullable().Of(child)) {
       // Doubling a nullable X would make the parse ambiguous at every position: keep copies.
       continue;
     }
-    if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
-    Doubling d(&b, child);
+    if (!b) b.emplace(g);
+    Doubling d(&*b, child);
     int32_t replacement = d.Range(min, max);
     Expr copy = g->exprs[replacement];
     g->exprs[id] = std::move(copy);
