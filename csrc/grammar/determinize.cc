@@ -1,7 +1,6 @@
 #include "grammar/determinize.h"
 
 #include <algorithm>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -210,35 +209,26 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
 
 namespace {
 
+// Rule automata by a key of the rule's IR, rule references by rank (FindSharedDfa).
 struct SharedDfas {
   std::mutex mu;
   using Map = std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>;
-  Map by_nfa, by_ir;
-  // Automata of fixed building blocks (PinnedDfaScope): never cleared nor evicted.
-  Map pinned_by_nfa, pinned_by_ir;
+  Map by_ir;
+  Map pinned;  // automata of fixed building blocks (PinnedDfaScope): never cleared nor evicted
   size_t edges = 0;
 
-  // The entry under `key` in the pinned map or the other. Locked.
-  std::shared_ptr<const RuleDfa> Find(const Map& pinned, const Map& map, const std::string& key) const {
-    if (auto it = pinned.find(key); it != pinned.end()) return it->second;
-    if (auto it = map.find(key); it != map.end()) return it->second;
-    return nullptr;
-  }
-
   // Keeps `dfa` (ranked) under `key`; starts over past kMaxSharedDfaEdges. Locked.
-  void Insert(Map* map, std::string key, std::shared_ptr<const RuleDfa> dfa) {
+  void Insert(std::string key, std::shared_ptr<const RuleDfa> dfa) {
     if (PinnedDfaScope::Active()) {
-      Map* pinned = map == &by_nfa ? &pinned_by_nfa : &pinned_by_ir;
-      pinned->emplace(std::move(key), std::move(dfa));
+      pinned.emplace(std::move(key), std::move(dfa));
       return;
     }
     if (edges + dfa->edges.size() > kMaxSharedDfaEdges) {
-      by_nfa.clear();
       by_ir.clear();
       edges = 0;
     }
     size_t added = dfa->edges.size();
-    if (map->emplace(std::move(key), std::move(dfa)).second) edges += added;
+    if (by_ir.emplace(std::move(key), std::move(dfa)).second) edges += added;
   }
 };
 
@@ -249,72 +239,19 @@ SharedDfas& TheSharedDfas() {
 
 thread_local bool pinning = false;
 
-// Writes the key in place, a word at a time (appending word by word cost more than
-// the lookup: this runs for every rule of every grammar built).
-class KeyWriter {
- public:
-  KeyWriter(std::string* key, size_t words) : key_(key) { key_->resize(words * sizeof(int32_t)), p_ = key_->data(); }
-  void Put(int32_t v) {
-    std::memcpy(p_, &v, sizeof(v));
-    p_ += sizeof(v);
-  }
-
- private:
-  std::string* key_;
-  char* p_;
-};
-
 }  // namespace
-
-RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name) {
-  std::vector<int32_t> rules;  // the referenced rules, ascending: a rule's rank is its index
-  for (const NfaEdge& e : nfa.edges) {
-    if (e.rule >= 0) rules.push_back(e.rule);
-  }
-  std::sort(rules.begin(), rules.end());
-  rules.erase(std::unique(rules.begin(), rules.end()), rules.end());
-  auto rank = [&](int32_t rule) {
-    return static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), rule) - rules.begin());
-  };
-  std::string key;
-  KeyWriter w(&key, 2 + nfa.begin.size() + 3 * nfa.edges.size());
-  w.Put(start);
-  w.Put(nfa_final);
-  for (int32_t b : nfa.begin) w.Put(b);
-  for (const NfaEdge& e : nfa.edges) {
-    w.Put(e.lo << 8 | e.hi);
-    w.Put(e.rule >= 0 ? rank(e.rule) : e.rule);
-    w.Put(e.target);
-  }
-  SharedDfas& shared = TheSharedDfas();
-  std::shared_ptr<const RuleDfa> found;
-  {
-    std::lock_guard<std::mutex> lock(shared.mu);
-    found = shared.Find(shared.pinned_by_nfa, shared.by_nfa, key);
-  }
-  if (found) {
-    RuleDfa dfa = *found;
-    for (FsmEdge& e : dfa.edges) {
-      if (e.rule >= 0) e.rule = rules[e.rule];
-    }
-    return dfa;
-  }
-  RuleDfa dfa = Determinize(nfa, start, nfa_final, rule_name);
-  auto ranked = std::make_shared<RuleDfa>(dfa);
-  for (FsmEdge& e : ranked->edges) {
-    if (e.rule >= 0) e.rule = rank(e.rule);
-  }
-  std::lock_guard<std::mutex> lock(shared.mu);
-  shared.Insert(&shared.by_nfa, std::move(key), std::move(ranked));
-  return dfa;
-}
 
 bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out) {
   SharedDfas& shared = TheSharedDfas();
   std::shared_ptr<const RuleDfa> found;
   {
     std::lock_guard<std::mutex> lock(shared.mu);
-    found = shared.Find(shared.pinned_by_ir, shared.by_ir, ir_key);
+    for (const SharedDfas::Map* map : {&shared.pinned, &shared.by_ir}) {
+      if (auto it = map->find(ir_key); it != map->end()) {
+        found = it->second;
+        break;
+      }
+    }
     if (!found) return false;
   }
   *out = *found;
@@ -331,7 +268,7 @@ void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules
   }
   SharedDfas& shared = TheSharedDfas();
   std::lock_guard<std::mutex> lock(shared.mu);
-  shared.Insert(&shared.by_ir, ir_key, std::move(ranked));
+  shared.Insert(ir_key, std::move(ranked));
 }
 
 PinnedDfaScope::PinnedDfaScope() { pinning = true; }
@@ -341,7 +278,6 @@ bool PinnedDfaScope::Active() { return pinning; }
 void ClearSharedDfas() {
   SharedDfas& shared = TheSharedDfas();
   std::lock_guard<std::mutex> lock(shared.mu);
-  shared.by_nfa.clear();
   shared.by_ir.clear();
   shared.edges = 0;
 }

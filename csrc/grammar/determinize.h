@@ -37,26 +37,23 @@ struct RuleDfa {
 // GrammarError naming `rule_name` past GrammarLimits::kMaxDfaNodesPerRule nodes.
 RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
 
-// Determinize, with the result kept process-wide by the NFA it came from (rule
-// references by rank among the rules it references, which is all the construction
-// depends on them for: the result is the same as Determinize's). Grammars built per
-// request (a tool set, a JSON Schema) repeat most of their rules, and determinizing is
-// most of building their automata. At most kMaxSharedDfaEdges edges are kept; past
-// that the store starts over.
+// Rule automata kept process-wide by a key of the rule's grammar IR (fsm_builder.cc
+// writes it: the body with inlined rules expanded, other rules by rank): grammars built
+// per request (a tool set, a JSON Schema) repeat most of their rules, and a rule seen
+// before needs no NFA at all. Rule edges are stored by rank among the referenced rules
+// (`rules`, ascending), which is all the construction depends on them for. At most
+// kMaxSharedDfaEdges edges are kept; past that the store starts over. (A second store
+// keyed by the NFA caught too few rules to pay for its key: BFCL, 600 schemas in one
+// process, 534M -> 514M instructions without it.)
 constexpr size_t kMaxSharedDfaEdges = size_t{1} << 20;
-RuleDfa DeterminizeShared(const Nfa& nfa, int32_t start, int32_t nfa_final, const std::string& rule_name);
-
-// The same store by a key of the rule's grammar IR, which is cheaper to make than its
-// NFA (fsm_builder.cc writes it): a rule seen before needs no NFA at all. Rule edges
-// are stored by rank among the referenced rules (`rules`, ascending), as above.
 bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out);
 void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa);
 
-// Empties both stores (xgr2.clear_shared_automata: cold-compile benchmarks, memory),
+// Empties the store (xgr2.clear_shared_automata: cold-compile benchmarks, memory),
 // except for pinned automata.
 void ClearSharedDfas();
 
-// While one lives, on this thread, automata stored go to a pinned part of the stores
+// While one lives, on this thread, automata stored go to a pinned part of the store
 // that is never cleared nor evicted: for the fixed building blocks of JSON text, built
 // once per process (frontends/json_schema.cc), so a schema never pays for them.
 class PinnedDfaScope {

@@ -418,7 +418,7 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
       NfaBuilder nb(g, inlined, &budget);
       int32_t start = nb.NewNode();
       int32_t end = nb.Build(g.rules[r].body, start);
-      dfa = DeterminizeShared(nb.Take(), start, end, g.rules[r].name);
+      dfa = Determinize(nb.Take(), start, end, g.rules[r].name);
       StoreSharedDfa(key, rules, dfa);
     }
     dfas.push_back(std::move(dfa));
