@@ -194,3 +194,22 @@ def test_refs_to_json_schema_metaschemas_come_from_jsonschema_specifications(sch
     verdicts = [validator.is_valid(v) for v in instances]
     assert [accepts(state, json.dumps(v, separators=(",", ":"))) for v in instances] == verdicts
     assert True in verdicts and False in verdicts
+
+
+def test_metaschemas_the_schema_or_caller_gives_are_not_added_again():
+    # A document given under another spelling of its URI (with `#`), or embedded in the
+    # schema under its `$id` (a bundler's trimmed copy), is that document: the package's
+    # copy must not be added beside it (two documents with one `$id` are an error).
+    pytest.importorskip("jsonschema_specifications")
+    d7 = "http://json-schema.org/draft-07/schema#"
+    custom = {"$id": d7, "definitions": {"nonNegativeInteger": {"type": "integer", "minimum": 5}}}
+    schema = {"$schema": d7, "type": "object", "properties": {"n": {"$ref": d7 + "/definitions/nonNegativeInteger"}}}
+    state = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False, resources={d7: custom}),
+                         BYTES).initial_state()
+    assert [accepts(state, f'{{"n":{n}}}') for n in (4, 5)] == [False, True]  # the caller's copy, not the package's
+    validation = "https://json-schema.org/draft/2020-12/meta/validation"
+    trimmed = {"$id": validation, "$defs": {"simpleTypes": {"enum": ["string", "null"]}}}
+    schema = {"$schema": D2020, "type": "object", "properties": {"t": {"$ref": validation + "#/$defs/simpleTypes"}},
+              "$defs": {"v": trimmed}}
+    state = xgr2.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False), BYTES).initial_state()
+    assert [accepts(state, f'{{"t":"{t}"}}') for t in ("string", "null", "object")] == [True, True, False]

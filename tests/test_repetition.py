@@ -35,6 +35,17 @@ def test_nested_and_optional_repetitions_match_python_re():
         assert accepts(start, s) == (re.fullmatch(r"(?:xy?){40,70}", s) is not None), s
 
 
+def test_a_repetition_around_a_compressed_one_matches_python_re():
+    # The inner count is compressed first (new rules), then the outer one asks whether its
+    # child, which now calls those rules, derives "": read from the new rules' bodies.
+    start = xgr2.compile(xgr2.Grammar.from_ebnf('root ::= ("ab"{40} "c"{0,40}){40}'), BYTES).initial_state()
+    rng = random.Random(1)
+    for _ in range(60):
+        s = "".join("ab" * rng.choice([39, 40, 40, 41]) + "c" * rng.choice([0, 3, 40, 41])
+                    for _ in range(rng.choice([39, 40, 40, 41])))
+        assert accepts(start, s) == (re.fullmatch(r"(?:(?:ab){40}c{0,40}){40}", s) is not None), s[:80]
+
+
 @pytest.mark.parametrize("inner, outer", [((1, None), (200, 1000)), ((1, None), (2, 40)), ((1, None), (0, 50)),
                                           ((2, 3), (40, 40)), ((2, 3), (0, 40)), ((5, 5), (0, 40)), ((0, 7), (0, 40)),
                                           ((0, None), (33, None)), ((3, None), (0, 35)), ((0, 1), (35, 50)),

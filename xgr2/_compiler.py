@@ -196,7 +196,7 @@ class _LruCache:
     """A :class:`Compiler`'s mutable part: its entries and statistics, under ``lock``."""
 
     def __init__(self) -> None:
-        self.entries: OrderedDict[tuple[str, str, str | int], CompiledGrammar] = OrderedDict()
+        self.entries: OrderedDict[tuple[Any, str, str | int], CompiledGrammar] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0

@@ -31,9 +31,9 @@ class Grammar(Frozen):
 
     __slots__ = ("_ir", "_source")
     _ir: _core.GrammarIR
-    _source: "tuple | None"  # what built it (text and options), a Compiler's cache key; None: unknown
+    _source: "tuple[Any, ...] | None"  # what built it (text and options), a Compiler's cache key; None: unknown
 
-    def __init__(self, ir: _core.GrammarIR, source: "tuple | None" = None):
+    def __init__(self, ir: _core.GrammarIR, source: "tuple[Any, ...] | None" = None):
         init_slots(self, _ir=ir, _source=source)
 
     @staticmethod
@@ -164,8 +164,7 @@ class Grammar(Frozen):
             if not isinstance(document, (dict, bool, str)):
                 raise TypeError(f"resource {uri!r} must be a dict, bool or JSON string, got {type(document).__name__}")
             documents.append((uri, _json_text(document, SchemaError, f"resource {uri!r}")))
-        given = {uri for uri, _ in documents}
-        documents += [(uri, text) for uri, text in _metaschemas_named(text) if uri not in given]
+        documents += _metaschemas_named(text, {uri for uri, _ in documents})
         ir, notes = _core.GrammarIR.from_json_schema(
             text, bool(any_whitespace), -1 if indent is None else indent, separators, bool(strict),
             policies[unsupported], documents)
@@ -250,28 +249,40 @@ class Grammar(Frozen):
         return (Grammar.from_ebnf, (str(self), self.root))
 
 
-# A json-schema.org URI in a `$ref` or `$id`: the metaschema of a draft (or one of its vocabularies).
+# A json-schema.org URI in a `$ref` or `$id`: the metaschema of a draft (or one of its
+# vocabularies); and an `$id` naming one (the schema then has its own copy).
 _METASCHEMA_URI = re.compile(r'"\$(?:ref|id)"\s*:\s*"(https?://json-schema\.org/(?:draft/\d{4}-\d{2}|draft-\d\d)/)')
+_METASCHEMA_ID = re.compile(r'"\$id"\s*:\s*"(https?://json-schema\.org/[^"]*)"')
 _metaschema_texts: dict[str, str] = {}
 
 
-def _metaschemas_named(text: str) -> list[tuple[str, str]]:
+def _same_uri(uri: str) -> str:
+    """A URI as compared here: https, no empty fragment (jsonschema reads them alike)."""
+    return uri.replace("http://", "https://", 1).rstrip("#")
+
+
+def _metaschemas_named(text: str, given: "set[str]") -> list[tuple[str, str]]:
     """The metaschemas of the drafts whose json-schema.org URIs a `$ref` (or the schema's
     `$id`: a metaschema itself) names, as (URI, JSON text), from the jsonschema-specifications
-    package (installed with jsonschema) when it is there. Read from disk, never fetched."""
-    prefixes, at = set(), text.find("json-schema.org/")
+    package (installed with jsonschema) when it is there. Read from disk, never fetched.
+    Documents the caller gives (`given`) or the schema defines (an `$id`) are left out."""
+    prefixes: set[str] = set()
+    known = {_same_uri(u) for u in given}
+    at = text.find("json-schema.org/")
     while at >= 0:  # most schemas name it once, in `$schema`: look only around each
-        prefixes.update(m.replace("http://", "https://") for m in _METASCHEMA_URI.findall(text, max(0, at - 40), at + 40))
+        window = (max(0, at - 40), at + 200)
+        prefixes.update(_same_uri(m) for m in _METASCHEMA_URI.findall(text, *window))
+        known.update(_same_uri(m) for m in _METASCHEMA_ID.findall(text, *window))
         at = text.find("json-schema.org/", at + 1)
     if not prefixes:
         return []
     try:
-        from jsonschema_specifications import REGISTRY
+        from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
     except ImportError:
         return []
     out = []
     for uri in REGISTRY:
-        if uri.replace("http://", "https://").startswith(tuple(prefixes)):
+        if _same_uri(uri).startswith(tuple(prefixes)) and _same_uri(uri) not in known:
             if uri not in _metaschema_texts:
                 _metaschema_texts[uri] = json.dumps(REGISTRY[uri].contents)
             out.append((uri, _metaschema_texts[uri]))

@@ -91,7 +91,9 @@ class Nullable {
       case ExprKind::kBytes: return e.bytes.empty();
       case ExprKind::kCharClass: return false;
       case ExprKind::kToken: return false;
-      case ExprKind::kRuleRef: return rule_[e.rule];
+      // A rule added after the fixpoint (Doubling's, a DAG): read from its body.
+      case ExprKind::kRuleRef:
+        return static_cast<size_t>(e.rule) < rule_.size() ? rule_[e.rule] : Of(g_.rules[e.rule].body);
       case ExprKind::kSequence:
         for (int32_t c : e.children) {
           if (!Of(c)) return false;
