@@ -6,6 +6,8 @@
 - JSON's separators (`ws ":" ws`, `ws "," ws`) are shared rules, never inlined
   (Rule::shared): objects with hundreds of optional properties.
 - The JSON reader (support/json.cc) moves what it parses and appends plain runs at once.
+- An object or array that may be empty writes its bracket and what follows it once
+  (`"{" ws ("}" | items ws "}")`, JsonText::Container).
 - One patternProperties pattern beside declared properties and no other undeclared
   keys (OpenAPI's `^x-`): the pattern's keys less the declared names it matches,
   without the automaton of every undeclared key (KeyRegions).
@@ -164,3 +166,19 @@ def test_one_pattern_beside_declared_names_keys_exactly(schema):
             written = key in schema["properties"] or re.search(pattern, key) is not None
             assert accepts(start, text) == (written and is_valid(schema, value)), (schema, text)
     assert accepts(start, "{}")
+
+
+@pytest.mark.parametrize("layout", [{}, {"any_whitespace": False}, {"indent": 2}, {"separators": (", ", ": ")}])
+def test_containers_that_may_be_empty_in_every_layout(layout):
+    schema = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}, "maxItems": 2},
+                                               "o": {"type": "object", "properties": {"x": {"type": "boolean"}}}}}
+    start = state(schema, **layout)
+    values = [{}, {"a": []}, {"a": [1]}, {"a": [1, 2]}, {"a": [1, 2, 3]}, {"o": {}}, {"o": {"x": True}},
+              {"a": [], "o": {}}, {"a": [7], "o": {"x": False}}]
+    indent = layout.get("indent")
+    seps = layout.get("separators", (",", ":") if "any_whitespace" in layout else None)
+    for value in values:
+        text = json.dumps(value, indent=indent, separators=seps)
+        assert accepts(start, text) == is_valid(schema, value), (layout, text)
+    if not layout:  # any whitespace, inside empty containers too
+        assert accepts(start, '{ "a" : [ ] , "o" : {\n} }') and not accepts(start, '{ "a" : [ , ] }')

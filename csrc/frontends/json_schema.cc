@@ -2404,10 +2404,7 @@ class SchemaCompiler {
       int32_t here = b_.Seq({text_.ItemSeparator(d), item_at(i), tail(i + 1)});
       return static_cast<int64_t>(i) < min_items ? here : b_.Optional(here);
     };
-    std::vector<int32_t> alts;
-    if (min_items == 0) alts.push_back(text_.EmptyContainer('[', ']'));
-    if (max_items != 0) alts.push_back(b_.Seq({text_.Open('[', d), item_at(0), tail(1), text_.Close(']', d)}));
-    return b_.Choice(alts);
+    return text_.Container('[', ']', d, min_items == 0, max_items != 0 ? b_.Seq({item_at(0), tail(1)}) : -1);
   }
 
   // Arrays whose items are drawn from a finite set, each used at most once, in the set's
@@ -2846,12 +2843,7 @@ class SchemaCompiler {
     // The empty object, or "{" properties "}" with at least one property.
     bool can_be_empty = min_props == 0;
     for (const Property& p : declared) can_be_empty = can_be_empty && !p.required;
-    std::vector<int32_t> alts;
-    if (can_be_empty) alts.push_back(text_.EmptyContainer('{', '}'));
-    int32_t first = FirstProperty(declared, extra, rest, min_props, max_props, d);
-    if (first >= 0) alts.push_back(b_.Seq({text_.Open('{', d), first, text_.Close('}', d)}));
-    if (alts.empty()) return Nothing(&b_);
-    return b_.Choice(alts);
+    return text_.Container('{', '}', d, can_be_empty, FirstProperty(declared, extra, rest, min_props, max_props, d));
   }
 
   // The properties of a non-empty object: the first one written is declared[i] (all

@@ -101,6 +101,21 @@ int32_t JsonText::EmptyContainer(char open, char close) {
   return b_->Bytes(std::string{open, close});
 }
 
+int32_t JsonText::Container(char open, char close, int depth, bool empty_ok, int32_t items) {
+  if (items < 0) return empty_ok ? EmptyContainer(open, close) : Nothing(b_);
+  if (!empty_ok) return b_->Seq({Open(open, depth), items, Close(close, depth)});
+  int32_t bracket = b_->Bytes(std::string(1, open)), end = b_->Bytes(std::string(1, close));
+  switch (layout_.kind) {
+    case JsonLayout::Kind::kAnyWhitespace:
+      return b_->Seq({bracket, Ws(), b_->Choice({end, b_->Seq({items, Close(close, depth)})})});
+    case JsonLayout::Kind::kSeparators:
+      return b_->Seq({bracket, b_->Choice({end, b_->Seq({items, Close(close, depth)})})});
+    case JsonLayout::Kind::kIndent:
+      return b_->Seq({bracket, b_->Choice({end, b_->Seq({Newline(depth + 1), items, Close(close, depth)})})});
+  }
+  return b_->Choice({EmptyContainer(open, close), b_->Seq({Open(open, depth), items, Close(close, depth)})});
+}
+
 int32_t JsonText::ItemSeparator(int depth) {
   switch (layout_.kind) {
     case JsonLayout::Kind::kAnyWhitespace: return SharedSeparator(',', &comma_rule_);

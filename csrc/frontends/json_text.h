@@ -39,6 +39,11 @@ class JsonText {
   // What precedes `]`/`}` after the last item, and the bracket.
   int32_t Close(char bracket, int depth);
   int32_t EmptyContainer(char open, char close);
+  // A container at `depth`: empty (when `empty_ok`) or `open`, `items` (-1: none allowed),
+  // `close`, with the bracket and what the two forms share written once ("{" ws ("}" |
+  // items ws "}")): each alternative's own copy of the bracket and the whitespace after
+  // it doubled the automaton states every object and array begins with.
+  int32_t Container(char open, char close, int depth, bool empty_ok, int32_t items);
   int32_t ItemSeparator(int depth);
   int32_t KeySeparator();
 
