@@ -284,10 +284,13 @@ class Xgr2WarnAdapter(Xgr2Adapter):
     """xgr2 with unsupported="warn": widens only where docs/json_schema.md says (as xgrammar
     widens, with a log line, by default); the warnings are silenced here."""
 
+    def __init__(self, hf_tok, vocab_size, stops):
+        super().__init__(hf_tok, vocab_size, stops)
+        self.unsupported = "warn"
+
     def compile(self, schema, mode):
         import warnings
 
-        self.unsupported = "warn"
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return super().compile(schema, mode)

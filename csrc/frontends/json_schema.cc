@@ -2314,18 +2314,9 @@ class SchemaCompiler {
     return it->second;
   }
 
-  // SearchDfa, with a SchemaError at `ptr` when the pattern is invalid.
-  const CharDfa& SearchDfaAt(const std::string& pattern, const std::string& ptr) {
-    try {
-      return SearchDfa(pattern);
-    } catch (const RegexError& e) {
-      Fail(std::string("invalid pattern (at offset ") + std::to_string(e.position) + "): " + e.what(), ptr);
-    }
-  }
-
   // The automaton of a `pattern` (a search, as JSON Schema reads it); a SchemaError at
   // `ptr` when the pattern is invalid.
-  CharDfa PatternDfa(const std::string& pattern, const std::string& ptr) {
+  const CharDfa& PatternDfa(const std::string& pattern, const std::string& ptr) {
     try {
       return SearchDfa(pattern);
     } catch (const RegexError& e) {
@@ -2692,7 +2683,7 @@ class SchemaCompiler {
         // declared names it matches, without the automaton of every undeclared key.
         const auto& [pattern, sub] = pattern_props.members[0];
         std::string where = pp + "/" + JsonPointerToken(pattern);
-        const CharDfa& p = SearchDfaAt(pattern, where);
+        const CharDfa& p = PatternDfa(pattern, where);
         std::vector<std::string> matched;
         for (const std::string& name : names) {
           if (p.Accepts(name)) matched.push_back(name);
@@ -2705,7 +2696,7 @@ class SchemaCompiler {
       std::vector<Region> regions = {{keys.Minus(CharDfa::Words({names.begin(), names.end()})), {}}};
       for (size_t i = 0; i < pattern_props.members.size(); ++i) {
         const std::string& pattern = pattern_props.members[i].first;
-        CharDfa p = PatternDfa(pattern, pp + "/" + JsonPointerToken(pattern));
+        const CharDfa& p = PatternDfa(pattern, pp + "/" + JsonPointerToken(pattern));
         std::vector<Region> split;
         for (Region& r : regions) {
           Region in{r.keys.Intersect(p), r.patterns};

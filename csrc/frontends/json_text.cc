@@ -74,14 +74,17 @@ int32_t JsonText::Newline(int depth) {
   return b_->Bytes("\n" + std::string(static_cast<size_t>(layout_.indent) * depth, ' '));
 }
 
-int32_t JsonText::Open(char bracket, int depth) {
-  int32_t open = b_->Bytes(std::string(1, bracket));
+int32_t JsonText::AfterOpen(int depth) {
   switch (layout_.kind) {
-    case JsonLayout::Kind::kAnyWhitespace: return b_->Seq({open, Ws()});
-    case JsonLayout::Kind::kSeparators: return open;
-    case JsonLayout::Kind::kIndent: return b_->Seq({open, Newline(depth + 1)});
+    case JsonLayout::Kind::kAnyWhitespace: return Ws();
+    case JsonLayout::Kind::kSeparators: return b_->Empty();
+    case JsonLayout::Kind::kIndent: return Newline(depth + 1);
   }
-  return open;
+  return b_->Empty();
+}
+
+int32_t JsonText::Open(char bracket, int depth) {
+  return b_->Seq({b_->Bytes(std::string(1, bracket)), AfterOpen(depth)});
 }
 
 int32_t JsonText::Close(char bracket, int depth) {
@@ -105,15 +108,10 @@ int32_t JsonText::Container(char open, char close, int depth, bool empty_ok, int
   if (items < 0) return empty_ok ? EmptyContainer(open, close) : Nothing(b_);
   if (!empty_ok) return b_->Seq({Open(open, depth), items, Close(close, depth)});
   int32_t bracket = b_->Bytes(std::string(1, open)), end = b_->Bytes(std::string(1, close));
-  switch (layout_.kind) {
-    case JsonLayout::Kind::kAnyWhitespace:
-      return b_->Seq({bracket, Ws(), b_->Choice({end, b_->Seq({items, Close(close, depth)})})});
-    case JsonLayout::Kind::kSeparators:
-      return b_->Seq({bracket, b_->Choice({end, b_->Seq({items, Close(close, depth)})})});
-    case JsonLayout::Kind::kIndent:
-      return b_->Seq({bracket, b_->Choice({end, b_->Seq({Newline(depth + 1), items, Close(close, depth)})})});
-  }
-  return b_->Choice({EmptyContainer(open, close), b_->Seq({Open(open, depth), items, Close(close, depth)})});
+  int32_t rest = b_->Seq({items, Close(close, depth)});
+  // Any whitespace: the empty form ("{ }") shares the run after the bracket too.
+  if (layout_.kind == JsonLayout::Kind::kAnyWhitespace) return b_->Seq({bracket, Ws(), b_->Choice({end, rest})});
+  return b_->Seq({bracket, b_->Choice({end, b_->Seq({AfterOpen(depth), rest})})});
 }
 
 int32_t JsonText::ItemSeparator(int depth) {

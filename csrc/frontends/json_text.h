@@ -68,6 +68,8 @@ class JsonText {
   // Every character from U+0080 on, in every form (shared rule).
   int32_t NonAsciiChar();
   int32_t Ws();
+  // What follows an opening bracket before the first item at `depth`.
+  int32_t AfterOpen(int depth);
   int32_t SharedSeparator(char c, int32_t* rule);
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
   int32_t HexDigits(uint32_t lo, uint32_t hi);

@@ -189,11 +189,6 @@ int DraftOfUri(const std::string& text) {
   return uri == "https://json-schema.org/draft/2020-12/schema" ? kDraft2020 : 0;
 }
 
-// Reads each schema as the draft its document names: in Drafts 4-7 a schema with `$ref`
-// is only that reference; keywords of other drafts mean nothing; Draft 4's `id` is the
-// `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
-// another: which draft a `$ref` target then follows depends on where the reference
-// comes from (jsonschema evaluates it by the referring schema's draft).
 // Where ReadAsDraft is, as steps (an object key, or an array index where the key is
 // null): the JSON pointer is only written for an error.
 struct DraftPath {
@@ -205,6 +200,11 @@ struct DraftPath {
   }
 };
 
+// Reads each schema as the draft its document names: in Drafts 4-7 a schema with `$ref`
+// is only that reference; keywords of other drafts mean nothing; Draft 4's `id` is the
+// `$id` of later drafts. A subschema may repeat the document's `$schema`, not name
+// another: which draft a `$ref` target then follows depends on where the reference
+// comes from (jsonschema evaluates it by the referring schema's draft).
 void ReadAsDraft(JsonValue* s, bool map, int draft, bool* draft4, DraftPath* path) {
   if (s->IsArray()) {
     for (size_t i = 0; i < s->items.size(); ++i) {

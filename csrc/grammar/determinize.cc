@@ -151,40 +151,36 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
         }
       }
     }
+    int points[257], num_points = 0;  // the cut points, ascending
+    for (int w = 0; w < 5; ++w) {
+      for (uint64_t bits = cuts[w]; bits; bits &= bits - 1) points[num_points++] = w * 64 + __builtin_ctzll(bits);
+    }
     // Sweep the elementary byte intervals between cut points in ascending order,
     // keeping the edges that cover the current one.
     std::sort(byte_edges.begin(), byte_edges.end(), [](const NfaEdge* a, const NfaEdge* b) { return a->lo < b->lo; });
     active.clear();
     size_t next = 0;
     size_t first_edge = dfa.edges.size();
-    int lo = -1;  // the open interval's first byte
-    for (int w = 0; w < 5; ++w) {
-      for (uint64_t bits = cuts[w]; bits; bits &= bits - 1) {
-        int cut = w * 64 + __builtin_ctzll(bits);
-        if (lo >= 0) {
-          int hi = cut - 1;
-          active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
-                       active.end());
-          if (!active.empty()) {
-            int32_t t;
-            if (active.size() == 1) {
-              t = state_of_node(active[0]->target);
-            } else {
-              set.clear();
-              for (const NfaEdge* e : active) set.push_back(e->target);
-              Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
-              t = table.Intern(set, rule_name);
-            }
-            FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
-            if (last && last->target == t && last->hi + 1 == lo) {
-              last->hi = static_cast<uint8_t>(hi);
-            } else {
-              dfa.edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
-            }
-          }
-        }
-        lo = cut;
-        while (next < byte_edges.size() && byte_edges[next]->lo <= lo) active.push_back(byte_edges[next++]);
+    for (int c = 0; c + 1 < num_points; ++c) {
+      int lo = points[c], hi = points[c + 1] - 1;
+      while (next < byte_edges.size() && byte_edges[next]->lo <= lo) active.push_back(byte_edges[next++]);
+      active.erase(std::remove_if(active.begin(), active.end(), [&](const NfaEdge* e) { return e->hi < lo; }),
+                   active.end());
+      if (active.empty()) continue;
+      int32_t t;
+      if (active.size() == 1) {
+        t = state_of_node(active[0]->target);
+      } else {
+        set.clear();
+        for (const NfaEdge* e : active) set.push_back(e->target);
+        Closure(nfa, kept, &set, &stamp, &epoch, &work, rule_name);
+        t = table.Intern(set, rule_name);
+      }
+      FsmEdge* last = dfa.edges.size() > first_edge ? &dfa.edges.back() : nullptr;
+      if (last && last->target == t && last->hi + 1 == lo) {
+        last->hi = static_cast<uint8_t>(hi);
+      } else {
+        dfa.edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), -1, t});
       }
     }
     std::sort(rule_edges.begin(), rule_edges.end());
