@@ -378,3 +378,35 @@ def test_shared_context_tokens_depend_on_what_follows_the_callers():
             expected = reference.initial_state().advance_text(prefix).bitmask()
             assert np.array_equal(cached.initial_state().advance_text(prefix).bitmask(), expected), (sep, prefix)
     assert tok.cross_grammar_cache_info().hits > 0
+
+
+@pytest.mark.parametrize("triggers", [["<function="], ["abab", "<tool>"], ["<<x", "<x>"], ["aab", "ab"]])
+def test_partial_tag_masks_match_the_full_walk(triggers, llama3_tokenizer_info):
+    # Free text after a partial tag ("<functio") takes the tokens of the bytes that step
+    # as from the free text's own node from that node's mask (SiblingSteps), and walks
+    # only the rest. Tags that overlap themselves or each other ("abab" after "aba",
+    # "<<x" after "<<") make the states where that sibling is not the dispatch's start.
+    # Two tool sets alternate, so the free text's masks come from the other grammar too.
+    tok = fresh_copy(llama3_tokenizer_info)
+    for body in ('"{}" [a-z]* "</end>"', '"[" [0-9]+ "]"', '"{}" [a-z]* "</end>"'):
+        tags = ", ".join(f'("{t}", body)' for t in triggers)
+        text = f"root ::= TagDispatch({tags})\nbody ::= {body}"
+        reference = full_walk(text, tok)
+        cached = xgr2.compile(text, tok)
+        prefixes = {f"note {t[:k]}" for t in triggers for k in range(1, len(t))}
+        prefixes |= {f"x{t[:k]}{t[:j]}" for t in triggers for k in range(1, len(t)) for j in range(1, len(t))}
+        for prefix in sorted(p for p in prefixes if not any(t in p for t in triggers)):
+            expected = reference.initial_state().advance_text(prefix)
+            state = cached.initial_state().advance_text(prefix)
+            assert np.array_equal(state.bitmask(), expected.bitmask()), (triggers, body, prefix)
+
+
+def test_partial_tag_masks_match_the_full_walk_bytes(byte_tokenizer_info):
+    # Every byte a token: the first bytes of the tag's next character are all the trie
+    # has, so every byte-level decision of the sibling path shows in the mask.
+    text = 'root ::= TagDispatch(("abab", body), ("<f=", body))\nbody ::= "{" [a-z]* "}"'
+    reference = full_walk(text, byte_tokenizer_info)
+    cached = xgr2.compile(text, byte_tokenizer_info)
+    for prefix in ("a", "ab", "aba", "abaab", "<", "<f", "x<f", "<<f", "abaa", "aaba"):
+        expected = reference.initial_state().advance_text(prefix).bitmask()
+        assert np.array_equal(cached.initial_state().advance_text(prefix).bitmask(), expected), prefix

@@ -135,8 +135,37 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   return true;
 }
 
+SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) {
+  auto bytes_only = [&](int32_t n) { return fsm.rule_edge_begin[n] == fsm.edge_begin[n + 1]; };
+  SameSteps same;
+  if (!bytes_only(node)) return same;
+  // The target most bytes lead to.
+  int32_t best = -1, most = 0;
+  for (int32_t e = fsm.edge_begin[node]; e < fsm.rule_edge_begin[node]; ++e) {
+    int32_t count = 0;
+    for (int32_t f = fsm.edge_begin[node]; f < fsm.rule_edge_begin[node]; ++f) {
+      if (fsm.edges[f].target == fsm.edges[e].target) count += fsm.edges[f].hi - fsm.edges[f].lo + 1;
+    }
+    if (count > most) most = count, best = fsm.edges[e].target;
+  }
+  if (best < 0 || best == node || fsm.node_rule[best] != fsm.node_rule[node] || !bytes_only(best)) return same;
+  for (int b = 0; b < 256; ++b) {
+    if (fsm.ByteTarget(node, static_cast<uint8_t>(b)) == fsm.ByteTarget(best, static_cast<uint8_t>(b))) {
+      same.first[b >> 6] |= uint64_t{1} << (b & 63);
+    }
+  }
+  const TokenTrie& t = tok.trie();
+  int64_t covered = 0;
+  for (int32_t i = 0; i < t.size(); i = t.next[i]) {
+    if (same.Has(t.byte[i])) covered += t.first_pos[t.next[i]] - t.first_pos[i];
+  }
+  if (2 * covered >= t.first_pos.back()) same.node = best;
+  return same;
+}
+
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, NodeSet* reached) {
+                                         NodeMaskPool* pool, NodeSet* reached, const InnerMask* sibling,
+                                         const SameSteps* same) {
   EarleySet parent;
   EarleyParser parser(fsm, ThreadScratch());
   bool ended = false;
@@ -157,7 +186,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   // slice's tokens whose first byte leads elsewhere, from the whole trie). The walk
   // meets the same states on the same bytes, so the rejected subtrees (all outside
   // the accepted part) and the crossing ones come out as from the whole trie.
-  SliceUse use = pool ? LoopingSlice(parser, tok, *sets[0], *pool) : SliceUse{};
+  SliceUse use = pool && !sibling ? LoopingSlice(parser, tok, *sets[0], *pool) : SliceUse{};
   auto mask = std::make_shared<InnerMask>();
   static std::atomic<uint64_t> next_id{1};
   mask->id = next_id.fetch_add(1, std::memory_order_relaxed);
@@ -182,7 +211,40 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   };
   const TokenTrie& full = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
-  if (!use.slice) {
+  if (sibling) {
+    // The sibling's tokens under the first bytes that step alike; the rest walked.
+    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
+      if (!same->Has(full.byte[i])) walk(full, sorted, nullptr, i, full.next[i]);
+    }
+    auto first_shared = [&](int32_t pos) { return same->Has(static_cast<uint8_t>(tok.decoded(sorted[pos])[0])); };
+    for (int32_t c : sibling->crossing) {
+      if (first_shared(full.first_pos[c])) mask->crossing.push_back(c);
+    }
+    std::sort(mask->crossing.begin(), mask->crossing.end());
+    const AcceptedSet& theirs = sibling->accepted;
+    if (theirs.words.empty()) {
+      for (int32_t id : theirs.ids) {
+        const std::string& s = tok.decoded(id);
+        if (!s.empty() && same->Has(static_cast<uint8_t>(s[0]))) accepted.push_back(id);
+      }
+      mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
+    } else {
+      std::vector<uint32_t> words = theirs.words;
+      int64_t count = theirs.count;
+      for (int32_t i = 0; i < full.size(); i = full.next[i]) {
+        if (same->Has(full.byte[i])) continue;
+        for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
+          uint32_t bit = uint32_t{1} << (sorted[p] & 31);
+          uint32_t& word = words[sorted[p] >> 5];
+          count -= (word & bit) != 0;
+          word &= ~bit;
+        }
+      }
+      for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
+      mask->accepted.count = count + static_cast<int64_t>(accepted.size());
+      mask->accepted.words = std::move(words);
+    }
+  } else if (!use.slice) {
     walk(full, sorted, nullptr, 0, full.size());
     mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   } else {

@@ -44,13 +44,33 @@ struct InnerMask {
   size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
 };
 
+// Another node of the same rule whose byte edges lead where most of `node`'s lead, and
+// the first bytes on which the two agree: free text after a partial tag such as
+// "<functio" goes on every byte but 'n' where the free text's own node goes. After such
+// a byte both parses are the same item, so the tokens starting with it classify alike
+// from either node, and `node` need only walk the others.
+struct SameSteps {
+  int32_t node = -1;                // none
+  std::array<uint64_t, 4> first{};  // the first bytes that step alike
+
+  bool Has(uint8_t b) const { return (first[b >> 6] >> (b & 63)) & 1; }
+};
+
+// The sibling of `node`, when both scan bytes only (a rule call's items would start at
+// the node's own set, which differs) and the agreeing first bytes begin at least half of
+// the vocabulary's text tokens (else the walk they spare is not worth the detour).
+SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
+
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
 // through the token inside the node's rule and its callees; else "crossing" if the
 // rule could end on the way (see InnerMask). With `pool`, a dense class the node loops
 // on is accepted as a slice (looping_slice.h) and kept there. With `reached`, records
-// every node the walk had an item at.
+// every node the walk had an item at. With `sibling` (the classification of
+// `same.node`), the tokens of the first bytes in `same` are taken from it and only the
+// others are walked (nothing is recorded in `reached` for the former).
 std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                         NodeMaskPool* pool, NodeSet* reached = nullptr);
+                                         NodeMaskPool* pool, NodeSet* reached = nullptr,
+                                         const InnerMask* sibling = nullptr, const SameSteps* same = nullptr);
 
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
 // (where its callers continue), then, as those rules end, wherever any call of them

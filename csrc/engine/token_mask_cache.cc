@@ -40,8 +40,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
-    auto classify = [&](NodeSet* reached, bool*) { return ClassifyInner(fsm_, tok_, node, &pool, reached); };
-    inner = SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", pool, NodeMaskPool::Kind::kInner, classify);
+    inner = Classify(node);
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
     inner = pool.Insert(NodeMaskPool::Kind::kSameInner, same, std::move(inner), bytes);
   }
@@ -56,6 +55,20 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
     return *expected;
   }
   return *fresh;
+}
+
+std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node) const {
+  auto classify = [&](NodeSet* reached, bool* keep) -> std::shared_ptr<InnerMask> {
+    // A node most of whose first bytes step like a sibling's (free text after a partial
+    // tag) takes those tokens from the sibling's mask, when this grammar has it, and
+    // walks only the rest. Not stored by structure: the walk did not see the sibling's.
+    SameSteps steps = SiblingSteps(fsm_, tok_, node);
+    const NodeMask* theirs = steps.node >= 0 ? masks_[steps.node].load(std::memory_order_acquire) : nullptr;
+    if (!theirs) return ClassifyInner(fsm_, tok_, node, pool_.get(), reached);
+    *keep = false;
+    return ClassifyInner(fsm_, tok_, node, pool_.get(), nullptr, theirs->inner.get(), &steps);
+  };
+  return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify);
 }
 
 const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,

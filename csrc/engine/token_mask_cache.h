@@ -77,6 +77,10 @@ class TokenMaskCache {
   int64_t MemoryBytes() const;
 
  private:
+  // The node's classification: found in the pool by the structure around it, or
+  // walked, partly taken from a sibling's (SiblingSteps) where this grammar has it.
+  std::shared_ptr<const InnerMask> Classify(int32_t node) const;
+
   // The node's uncertain tokens that may go on where the callers waiting in `origin`
   // continue, computed once per (node, continuation nodes) and shared with grammars
   // of the same structure around there through the pool.
