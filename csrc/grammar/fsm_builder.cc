@@ -195,6 +195,13 @@ class NfaBuilder {
 // of the vocabulary is accepted there) are shared across grammars (see fsm_key.h).
 std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   constexpr int64_t kMaxInlineExprs = 64;
+  // A rule whose expansion still calls rules (that keep automata of their own) is
+  // inlined where it has one call site, else only when tiny: a wrapper such as a
+  // property's `"\"" string_content "\""`, whose end would otherwise be a rule end right
+  // after the value (every token that closes the string then goes on in an assumed
+  // context, left to the full parser per state). Larger ones copied into several
+  // callers cost more automaton states to build than they save.
+  constexpr int64_t kMaxInlineCallingExprs = 8;
   constexpr uint32_t kWideClass = 64;  // code points
   const int32_t num_rules = static_cast<int32_t>(g.rules.size());
   std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
@@ -203,6 +210,8 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   // every rule it references is decided, and its answers can be kept: a rule still
   // being decided then is in a cycle with the asking rule and is never inlined. (Many
   // rules share expressions, e.g. an automaton's character sets.)
+  enum : uint8_t { kNew, kOpen, kDecided };
+  std::vector<uint8_t> state(num_rules, kNew);
   std::vector<int8_t> wide_memo(g.exprs.size(), -1);
   std::vector<int64_t> size_memo(g.exprs.size(), -2);
   // Whether an expression can match one character of a wide class.
@@ -234,7 +243,9 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     } else if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) {
       total = -1;
     } else if (e.kind == ExprKind::kRuleRef) {
-      total = inlined[e.rule] ? 1 + size[e.rule] : -1;
+      // A call of a rule that keeps its own automaton is one edge; a rule still being
+      // decided is in a cycle with the asking one, which then is never inlined.
+      total = inlined[e.rule] ? 1 + size[e.rule] : state[e.rule] == kDecided ? 1 : -1;
     } else {
       int64_t copies = e.kind == ExprKind::kRepeat ? std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max) : 1;
       for (int32_t c : e.children) {
@@ -249,6 +260,20 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     size_memo[id] = total;
     return total;
   };
+  // Whether an expression, inlined rules expanded, still calls a rule.
+  std::vector<int8_t> calls_memo(g.exprs.size(), -1);
+  std::function<bool(int32_t)> calls = [&](int32_t id) -> bool {
+    if (calls_memo[id] >= 0) return calls_memo[id];
+    const Expr& e = g.exprs[id];
+    bool result = false;
+    if (e.kind == ExprKind::kRuleRef) {
+      result = !inlined[e.rule] || calls(g.rules[e.rule].body);
+    } else {
+      for (int32_t c : e.children) result = result || calls(c);
+    }
+    calls_memo[id] = result;
+    return result;
+  };
   // The rules an expression references directly (not through other rules).
   auto callees = [&](int32_t body) {
     std::vector<int32_t> out, todo = {body};
@@ -260,36 +285,43 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     }
     return out;
   };
+  std::vector<std::vector<int32_t>> rule_callees(num_rules);
+  std::vector<int32_t> call_sites(num_rules, 0);  // references from rule bodies
+  for (int32_t r = 0; r < num_rules; ++r) {
+    rule_callees[r] = callees(g.rules[r].body);
+    for (int32_t c : rule_callees[r]) ++call_sites[c];
+  }
   // Callees first, by an explicit depth-first walk of the call graph (automata emitted
   // as rules make long call chains).
-  enum : uint8_t { kNew, kOpen, kDecided };
-  std::vector<uint8_t> state(num_rules, kNew);
   struct Frame {
     int32_t rule;
-    std::vector<int32_t> callees;
+    const std::vector<int32_t>& callees;
     size_t next = 0;
   };
   std::vector<Frame> stack;
   for (int32_t r0 = 0; r0 < num_rules; ++r0) {
     if (state[r0] != kNew) continue;
     state[r0] = kOpen;
-    stack.push_back({r0, callees(g.rules[r0].body)});
+    stack.push_back({r0, rule_callees[r0]});
     while (!stack.empty()) {
       Frame& f = stack.back();
       if (f.next < f.callees.size()) {
         int32_t c = f.callees[f.next++];
         if (state[c] == kNew) {
           state[c] = kOpen;
-          stack.push_back({c, callees(g.rules[c].body)});  // invalidates f
+          stack.push_back({c, rule_callees[c]});  // invalidates f
         }
         continue;
       }
       int32_t r = f.rule;
       stack.pop_back();
+      // Sized while still open: a rule that calls itself is never inlined.
+      if (r != g.root && !g.rules[r].shared) {
+        int64_t s = expr_size(g.rules[r].body);
+        bool small = !calls(g.rules[r].body) || call_sites[r] == 1 || s <= kMaxInlineCallingExprs;
+        if (s >= 0 && s <= kMaxInlineExprs && small) inlined[r] = 1, size[r] = s;
+      }
       state[r] = kDecided;
-      if (r == g.root || g.rules[r].shared) continue;
-      int64_t s = expr_size(g.rules[r].body);
-      if (s >= 0 && s <= kMaxInlineExprs) inlined[r] = 1, size[r] = s;
     }
   }
   return inlined;
