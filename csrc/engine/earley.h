@@ -116,6 +116,9 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
+  // From now on, an item with origin `generic` ending its rule (the parse going on in
+  // an assumed context) sets *hit.
+  void WatchGeneric(bool* hit) { generic_hit_ = hit; }
   // From now on, records in `reached` what the parse reads of the automata (what a
   // cross-grammar key must describe): every node a set gets an item at, the bytes each
   // item's node is asked for, and the nodes whose rule goes on in the generic context.
@@ -158,6 +161,7 @@ class EarleyParser {
   bool* watch_hit_ = nullptr;
   const EarleySet* generic_ = nullptr;
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
+  bool* generic_hit_ = nullptr;
   NodeSet* reached_ = nullptr;
 };
 

@@ -50,8 +50,10 @@ ContextWalk::ContextWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
   inner_.assign(max_depth, nullptr);
   outer_.assign(max_depth, nullptr);
   pair_id_.assign(max_depth, -1);
+  assumed_.assign(max_depth, 0);
   parser_.Watch(&parent_, &ended_);
   parser_.SetGeneric(&generic_, &call_targets);
+  parser_.WatchGeneric(&generic_hit_);
   ended_ = false;
   parser_.Seed(node, &parent_, inner_sets_[0]);
   inner_[0] = inner_sets_[0];
@@ -108,6 +110,7 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   const EarleySet* out = nullptr;
   const EarleySet* advanced = nullptr;  // the outer parse's own step, before a join
   ended_ = false;
+  generic_hit_ = false;
   if (inner_[d]) {
     EarleySet* next = inner_sets_[d + 1];
     if (parser_.Advance(*inner_[d], byte, next)) in = next;
@@ -123,8 +126,12 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
     if (j >= 0) pairs_[j]->next[byte] = StateMemo::kDead;
     return false;
   }
+  // The inner parse never has generic items: a hit is the outer parse's (its own step
+  // or the join's closure).
+  assumed_[d + 1] = assumed_[d] || generic_hit_;
   int32_t to = j >= 0 ? InternPair(in, out, out != advanced ? advanced : nullptr) : -1;
   if (to >= 0) {
+    if (generic_hit_) pairs_[j]->assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
     pairs_[j]->next[byte] = to;
     in = pairs_[to]->inner;
     out = pairs_[to]->outer;
@@ -149,15 +156,22 @@ SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t 
     if (count > most) most = count, best = fsm.edges[e].target;
   }
   if (best < 0 || best == node || fsm.node_rule[best] != fsm.node_rule[node] || !bytes_only(best)) return same;
+  std::array<uint64_t, 4> live{};  // agreeing bytes that lead somewhere
   for (int b = 0; b < 256; ++b) {
-    if (fsm.ByteTarget(node, static_cast<uint8_t>(b)) == fsm.ByteTarget(best, static_cast<uint8_t>(b))) {
+    int32_t target = fsm.ByteTarget(node, static_cast<uint8_t>(b));
+    if (target == fsm.ByteTarget(best, static_cast<uint8_t>(b))) {
       same.first[b >> 6] |= uint64_t{1} << (b & 63);
+      if (target >= 0) live[b >> 6] |= uint64_t{1} << (b & 63);
     }
   }
+  // Only tokens whose first byte leads somewhere count: a walk rejects the others at
+  // that byte anyway (JSON Schema's whitespace nodes agree with the next one on every
+  // byte but '"', yet their only costly tokens start with whitespace, which they walk).
   const TokenTrie& t = tok.trie();
   int64_t covered = 0;
   for (int32_t i = 0; i < t.size(); i = t.next[i]) {
-    if (same.Has(t.byte[i])) covered += t.first_pos[t.next[i]] - t.first_pos[i];
+    uint8_t b = t.byte[i];
+    if ((live[b >> 6] >> (b & 63)) & 1) covered += t.first_pos[t.next[i]] - t.first_pos[i];
   }
   if (2 * covered >= t.first_pos.back()) same.node = best;
   return same;
@@ -277,12 +291,11 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   return mask;
 }
 
-std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                     const std::vector<int32_t>& follow,
-                                     const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, NodeSet* reached) {
-  std::vector<int32_t> uncertain;
-  if (inner.crossing.empty()) return uncertain;
+ContextTokens UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                              const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
+                              const InnerMask& inner, NodeSet* reached) {
+  ContextTokens out;
+  if (inner.crossing.empty()) return out;
   const TokenTrie& t = tok.trie();
   int64_t tokens = 0;  // under the crossing subtrees
   for (int32_t root : inner.crossing) tokens += t.first_pos[t.next[root]] - t.first_pos[root];
@@ -306,12 +319,14 @@ std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo&
     WalkTrie(
         t, root, t.next[root], [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
         [&](int32_t i) {
-          for (int32_t k = 0; k < t.num_tokens[i]; ++k) uncertain.push_back(t.first_pos[i] + k);
+          TokenList& list = walk.Assumed(t.depth[i]) ? out.uncertain : out.certain;
+          for (int32_t k = 0; k < t.num_tokens[i]; ++k) list.push_back(t.first_pos[i] + k);
         },
         [](int32_t) {});
   }
-  uncertain.shrink_to_fit();
-  return uncertain;
+  out.certain.shrink_to_fit();
+  out.uncertain.shrink_to_fit();
+  return out;
 }
 
 }  // namespace xgr2

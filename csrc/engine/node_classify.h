@@ -57,8 +57,9 @@ struct SameSteps {
 };
 
 // The sibling of `node`, when both scan bytes only (a rule call's items would start at
-// the node's own set, which differs) and the agreeing first bytes begin at least half of
-// the vocabulary's text tokens (else the walk they spare is not worth the detour).
+// the node's own set, which differs) and the agreeing first bytes that lead somewhere
+// begin at least half of the vocabulary's text tokens (else the walk they spare is not
+// worth the detour).
 SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
 
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
@@ -75,13 +76,14 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
 // The crossing tokens of `inner` that could go on after the rule: at the nodes `follow`
 // (where its callers continue), then, as those rules end, wherever any call of them
 // continues (call_targets[r] lists the nodes that follow a call of rule r anywhere).
+// Certain: those that live on without any of the follow nodes' rules ending (the
+// callers' own continuation, whatever called the callers); uncertain: the others.
 // With follow = call_targets[rule of node], every context of the grammar (context
-// expansion).
+// expansion), where no token is certain for a given state: use both lists.
 // With `reached`, records every node the walk had an item at.
-std::vector<int32_t> UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
-                                     const std::vector<int32_t>& follow,
-                                     const std::vector<std::vector<int32_t>>& call_targets,
-                                     const InnerMask& inner, NodeSet* reached = nullptr);
+ContextTokens UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                              const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
+                              const InnerMask& inner, NodeSet* reached = nullptr);
 
 // Scratch sets for the classification walks, one per depth, reused on a thread.
 EarleySet* const* ClassifySets(size_t count);
@@ -111,11 +113,16 @@ class ContextWalk {
         inner_[d + 1] = pairs_[to]->inner;
         outer_[d + 1] = pairs_[to]->outer;
         pair_id_[d + 1] = to;
+        assumed_[d + 1] = assumed_[d] || ((pairs_[j]->assumed[byte >> 6] >> (byte & 63)) & 1);
         return true;
       }
     }
     return StepParsing(d, byte);
   }
+
+  // Whether the outer parse, on the path to depth d, ended a rule it had entered at a
+  // follow node (going on in the assumed context of any caller).
+  bool Assumed(size_t d) const { return assumed_[d]; }
 
  private:
   // A pair of interned states (null: that parse is dead) and its known steps.
@@ -123,6 +130,7 @@ class ContextWalk {
     const EarleySet* inner;
     const EarleySet* outer;
     std::array<int32_t, 256> next;
+    std::array<uint64_t, 4> assumed{};  // per byte: that step went on in an assumed context
   };
   bool StepParsing(size_t d, uint8_t byte);
   // Starts the memo (at the first step, so a walk that never parses interns nothing).
@@ -146,6 +154,8 @@ class ContextWalk {
   std::vector<std::unique_ptr<Pair>> pairs_;
   std::unordered_map<uint64_t, int32_t> pair_by_ids_;
   std::vector<int32_t> pair_id_;  // per depth: the pair the path is at, or -1
+  std::vector<uint8_t> assumed_;  // per depth: see Assumed()
+  bool generic_hit_ = false;
 };
 
 }  // namespace xgr2

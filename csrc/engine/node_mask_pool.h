@@ -22,6 +22,15 @@ struct GrammarFsm;  // grammar/fsm.h
 using TokenList = std::vector<int32_t>;
 using KeyList = std::vector<std::string>;
 
+// A node's crossing tokens that go on where its callers continue (sorted-vocabulary
+// positions, ascending): `certain` ones live on inside the callers' rules, so every
+// state with those callers accepts them; `uncertain` ones also end a caller's rule,
+// past which any context was assumed, so the full parser decides them per state.
+struct ContextTokens {
+  TokenList certain;
+  TokenList uncertain;
+};
+
 // One byte-bounded store with least-recently-used eviction for every kind of shared
 // result. Entries are immutable and handed out as shared_ptr, so evicting one never
 // invalidates a grammar that uses it. Thread-safe.
@@ -32,11 +41,12 @@ class NodeMaskPool {
   // What an entry holds; part of its key, and it fixes the value's type.
   enum class Kind : char {
     kInner = 'i',      // InnerMask by structure (ReachKey)
-    kContext = 'c',    // TokenList: a node's uncertain tokens in a context, by structure
-    kReachIndex = 'r', // KeyList: the structural keys stored under an index key (`core`)
-    kSameInner = 'n',  // InnerMask of one grammar's node (keys from GrammarId)
-    kSameList = 'l',   // TokenList of one grammar (context lists, walk results)
-    kGrammarId = 'g',  // GrammarId's (automata, id) by AutomataHash
+    kContext = 'c',      // ContextTokens of a node in a context, by structure
+    kReachIndex = 'r',   // KeyList: the structural keys stored under an index key (`core`)
+    kSameInner = 'n',    // InnerMask of one grammar's node (keys from GrammarId)
+    kSameList = 'l',     // TokenList of one grammar (walk results)
+    kGrammarId = 'g',    // GrammarId's (automata, id) by AutomataHash
+    kSameContext = 'x',  // ContextTokens of one grammar's node in a context
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -64,7 +74,7 @@ class NodeMaskPool {
   // tried the extra keys cost what the hits saved (p99 and time to first mask no better).
   static constexpr size_t kMaxKeysPerCore = 8;
   static std::string_view KeyPrefix(Kind kind) {
-    static constexpr char kKinds[] = "icrnlg";  // every Kind's byte, in static storage
+    static constexpr char kKinds[] = "icrnlgx";  // every Kind's byte, in static storage
     return {std::char_traits<char>::find(kKinds, sizeof(kKinds) - 1, static_cast<char>(kind)), 1};
   }
   using Matches = std::function<bool(const std::string&)>;
@@ -108,8 +118,12 @@ class NodeMaskPool {
   template <class T>
   static void CheckType(Kind kind) {
     bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
-    bool list = kind == Kind::kContext || kind == Kind::kSameList;
-    if (std::is_same_v<T, InnerMask> ? !inner : std::is_same_v<T, TokenList> ? !list : true) {
+    bool list = kind == Kind::kSameList;
+    bool context = kind == Kind::kContext || kind == Kind::kSameContext;
+    if (std::is_same_v<T, InnerMask>      ? !inner
+        : std::is_same_v<T, TokenList>    ? !list
+        : std::is_same_v<T, ContextTokens> ? !context
+                                          : true) {
       throw std::logic_error("NodeMaskPool: a kind used with the wrong value type");
     }
   }

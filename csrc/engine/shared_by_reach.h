@@ -19,6 +19,9 @@ inline constexpr int32_t kMaxKeyNodes = 512;
 
 inline size_t PoolBytes(const InnerMask& mask) { return mask.MemoryBytes(); }
 inline size_t PoolBytes(const TokenList& list) { return sizeof(TokenList) + 4 * list.capacity(); }
+inline size_t PoolBytes(const ContextTokens& c) {
+  return sizeof(ContextTokens) + 4 * (c.certain.capacity() + c.uncertain.capacity());
+}
 
 // A walk's result shared through the vocabulary's pool, keyed by the structure of the
 // nodes the walk reached from `roots` (ReachKey): usually a few bytes around a node,

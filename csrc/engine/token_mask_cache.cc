@@ -47,7 +47,10 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
     const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
-    fresh->uncertain = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
+    ContextTokens all = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
+    TokenList& merged = fresh->any_context.uncertain;
+    merged.resize(all.certain.size() + all.uncertain.size());
+    std::merge(all.certain.begin(), all.certain.end(), all.uncertain.begin(), all.uncertain.end(), merged.begin());
   }
   const NodeMask* expected = nullptr;
   if (!masks_[node].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
@@ -71,11 +74,10 @@ std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node) const {
   return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify);
 }
 
-const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node,
-                                                        const EarleySet& origin) const {
+const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const {
   constexpr size_t kFewUncertain = 16;  // not worth a context of their own
-  if (mask.inner->crossing.empty()) return mask.uncertain;  // empty
-  if (mask.has_uncertain && mask.uncertain.size() <= kFewUncertain) return mask.uncertain;
+  if (mask.inner->crossing.empty()) return mask.any_context;  // empty
+  if (mask.has_uncertain && mask.any_context.uncertain.size() <= kFewUncertain) return mask.any_context;
   // The nodes where this item's callers go on after its rule: the key of the context.
   thread_local std::vector<int32_t> follow;
   follow.clear();
@@ -94,8 +96,9 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
     auto it = context_uncertain_.find(key);
     if (it != context_uncertain_.end()) return *it->second;
   }
-  // The node's uncertain tokens that can go on in this context (still a superset of
-  // those the full parser accepts: past the callers' rules any context is assumed).
+  // The node's crossing tokens that can go on in this context: certain where they live
+  // on inside the callers' rules, uncertain where they end one (past it any context is
+  // assumed, a superset of what the full parser accepts).
   // Shared through the pool when walked from the crossing tokens: that walk covers every
   // token the context could accept, so what it reached plus the crossing tokens (named
   // by the classification's id, appended to the key) decide all of them. Narrowed
@@ -105,31 +108,37 @@ const std::vector<int32_t>& TokenMaskCache::UncertainIn(const NodeMask& mask, in
   roots.insert(roots.end(), follow.begin(), follow.end());
   NodeMaskPool& pool = *pool_;
   std::string same = SameKey('c', key.data(), key.size());
-  using List = std::shared_ptr<const std::vector<int32_t>>;
-  List found = pool.Find<TokenList>(NodeMaskPool::Kind::kSameList, same);
+  using Lists = std::shared_ptr<const ContextTokens>;
+  Lists found = pool.Find<ContextTokens>(NodeMaskPool::Kind::kSameContext, same);
   if (found) {
     std::unique_lock<std::shared_mutex> lock(context_mu_);
     return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
   }
   std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
-  auto compute = [&](NodeSet* reached, bool* keep) -> List {
-    auto narrowed = std::make_shared<std::vector<int32_t>>();
+  auto compute = [&](NodeSet* reached, bool* keep) -> Lists {
+    auto narrowed = std::make_shared<ContextTokens>();
     if (mask.has_uncertain) {
-      const std::vector<int32_t>& all = mask.uncertain;
+      const TokenList& all = mask.any_context.uncertain;
+      const std::vector<int32_t>& sorted = tok_.sorted_ids();
       ContextWalk walk(fsm_, tok_, node, follow, call_targets_, all.size() >= StateMemo::kMinTokens);
       WalkPositions(
           tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
-          [&](size_t k) { narrowed->push_back(all[k]); });
-      narrowed->shrink_to_fit();
+          [&](size_t k) {
+            bool assumed = walk.Assumed(tok_.decoded(sorted[all[k]]).size());
+            (assumed ? narrowed->uncertain : narrowed->certain).push_back(all[k]);
+          });
+      narrowed->certain.shrink_to_fit();
+      narrowed->uncertain.shrink_to_fit();
       *keep = false;
     } else {
       *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, reached);
     }
     return narrowed;
   };
-  found = SharedByReach<TokenList>(fsm_, roots, &call_targets_, inner_id, pool, NodeMaskPool::Kind::kContext, compute);
+  found = SharedByReach<ContextTokens>(fsm_, roots, &call_targets_, inner_id, pool, NodeMaskPool::Kind::kContext,
+                                       compute);
   int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
-  found = pool.Insert(NodeMaskPool::Kind::kSameList, same, std::move(found), bytes);
+  found = pool.Insert(NodeMaskPool::Kind::kSameContext, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first
@@ -148,13 +157,20 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     if (it.origin != &set || (set.initial && it.node == root_start)) kernel.push_back(it);
   }
   for (const EarleyItem& it : kernel) Get(it.node).OrInto(words);
-  // Only uncertain tokens that no node accepted need the full parser; filter each
-  // item's (sorted) list, narrowed to its callers' context, before merging.
+  // The tokens each item's callers' context accepts for certain; only the uncertain ones
+  // that nothing accepted need the full parser: filter each item's (sorted) list,
+  // narrowed to its callers' context, before merging.
   const std::vector<int32_t>& sorted = tok_.sorted_ids();
-  uncertain.clear();
+  thread_local std::vector<const ContextTokens*> contexts;
+  contexts.clear();
   for (const EarleyItem& it : kernel) {
+    contexts.push_back(&UncertainIn(Get(it.node), it.node, *it.origin));
+    for (int32_t pos : contexts.back()->certain) words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31);
+  }
+  uncertain.clear();
+  for (const ContextTokens* context : contexts) {
     run.clear();
-    for (int32_t pos : UncertainIn(Get(it.node), it.node, *it.origin)) {
+    for (int32_t pos : context->uncertain) {
       int32_t id = sorted[pos];
       if (!((words[id >> 5] >> (id & 31)) & 1)) run.push_back(pos);
     }
@@ -168,8 +184,11 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     uncertain.swap(merged);
   }
   if (uncertain.empty()) return;
-  // States with the same parse structure accept the same uncertain tokens (inside a
-  // string, every character leads to such a state): reuse the walk's result.
+  // States with the same parse structure accept the same tokens (inside a string, every
+  // character leads to such a state): reuse the walk's result. It holds the certain
+  // tokens too: another grammar with these automata (compiled with precompute) may
+  // take some of them as uncertain (a node's few tokens of every context), and must
+  // find them in the result.
   thread_local std::string signature;
   bool memo = ParseSignature(set, kMaxSignatureItems, &signature);
   auto apply = [&](const std::vector<int32_t>& ids) {
@@ -193,6 +212,9 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     for (int32_t pos : uncertain) {
       int32_t id = sorted[pos];
       if ((words[id >> 5] >> (id & 31)) & 1) accepted->push_back(id);
+    }
+    for (const ContextTokens* context : contexts) {
+      for (int32_t pos : context->certain) accepted->push_back(sorted[pos]);
     }
     int64_t bytes = static_cast<int64_t>(PoolBytes(*accepted));
     ids = pool_->Insert<TokenList>(NodeMaskPool::Kind::kSameList, same, std::move(accepted), bytes);
@@ -221,8 +243,8 @@ int64_t TokenMaskCache::MemoryBytes() const {
     if (const NodeMask* m = masks_[i].load()) bytes += static_cast<int64_t>(m->MemoryBytes());
   }
   std::shared_lock<std::shared_mutex> lock(context_mu_);
-  for (const auto& [key, list] : context_uncertain_) {
-    bytes += static_cast<int64_t>(key.size() + 4 * list->capacity() + 64);
+  for (const auto& [key, lists] : context_uncertain_) {
+    bytes += static_cast<int64_t>(key.size() + 4 * (lists->certain.capacity() + lists->uncertain.capacity()) + 64);
   }
   for (const auto& [key, ids] : walk_results_) {
     bytes += static_cast<int64_t>(key.size() + 4 * ids->capacity() + 64);

@@ -40,12 +40,15 @@ namespace xgr2 {
 struct NodeMask {
   std::shared_ptr<const InnerMask> inner;
   // The crossing tokens that can go on in some context of this grammar, when computed
-  // (precompute); on demand, each caller context gets its own narrower list instead.
-  std::vector<int32_t> uncertain;
+  // (precompute), all in `uncertain` (none is certain for every state); on demand,
+  // each caller context gets its own narrower lists instead.
+  ContextTokens any_context;
   bool has_uncertain = false;
 
   void OrInto(uint32_t* words) const { inner->accepted.OrInto(words); }
-  size_t MemoryBytes() const { return sizeof(NodeMask) + inner->MemoryBytes() + 4 * uncertain.capacity(); }
+  size_t MemoryBytes() const {
+    return sizeof(NodeMask) + inner->MemoryBytes() + 4 * any_context.uncertain.capacity();
+  }
 };
 
 class TokenMaskCache {
@@ -84,7 +87,7 @@ class TokenMaskCache {
   // The node's uncertain tokens that may go on where the callers waiting in `origin`
   // continue, computed once per (node, continuation nodes) and shared with grammars
   // of the same structure around there through the pool.
-  const std::vector<int32_t>& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+  const ContextTokens& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
 
   // This grammar's prefix for the pool's per-grammar entries (NodeMaskPool::GrammarId),
   // then `tag` and `what`.
@@ -100,7 +103,7 @@ class TokenMaskCache {
   int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
-  mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> context_uncertain_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> context_uncertain_;
   // Uncertain tokens the full parser accepted, by ParseSignature of the state.
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> walk_results_;
 };
