@@ -171,7 +171,8 @@ void EarleyParser::Close(EarleySet* out) {
       if (rule == fsm_.root && item.origin->initial) out->accepting = true;
       if (item.origin == watched_) *watch_hit_ = true;
       if (item.origin == generic_) {
-        if (generic_hit_) *generic_hit_ = true;
+        // The root has no callers: ending it assumes nothing (free text after a tag).
+        if (generic_hit_ && !(*call_targets_)[rule].empty()) *generic_hit_ = true;
         if (reached_) reached_->ReadCallTargets(node);
         for (int32_t t : (*call_targets_)[rule]) Add(t, generic_);
       } else if (item.origin != out) {

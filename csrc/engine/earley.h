@@ -116,8 +116,8 @@ class EarleyParser {
   void SetGeneric(const EarleySet* generic, const std::vector<std::vector<int32_t>>* call_targets) {
     generic_ = generic, call_targets_ = call_targets;
   }
-  // From now on, an item with origin `generic` ending its rule (the parse going on in
-  // an assumed context) sets *hit.
+  // From now on, an item with origin `generic` ending a rule that has callers (the
+  // parse going on in an assumed context) sets *hit.
   void WatchGeneric(bool* hit) { generic_hit_ = hit; }
   // From now on, records in `reached` what the parse reads of the automata (what a
   // cross-grammar key must describe): every node a set gets an item at, the bytes each
