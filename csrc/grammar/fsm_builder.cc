@@ -196,12 +196,15 @@ class NfaBuilder {
 std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   constexpr int64_t kMaxInlineExprs = 64;
   // A rule whose expansion still calls rules (that keep automata of their own) is
-  // inlined where it has one call site, else only when tiny: a wrapper such as a
-  // property's `"\"" string_content "\""`, whose end would otherwise be a rule end right
-  // after the value (every token that closes the string then goes on in an assumed
-  // context, left to the full parser per state). Larger ones copied into several
-  // callers cost more automaton states to build than they save.
+  // inlined only when small: a wrapper such as a property's `"\"" string_content "\""`,
+  // whose end would otherwise be a rule end right after the value (every token that
+  // closes the string then goes on in an assumed context, left to the full parser per
+  // state). Larger ones copied into several callers cost more automaton states to build
+  // than they save, and even with one call site they would leave an automaton shared
+  // across grammars for one that is not (a tool's arguments inside a request's tag
+  // rule: tool-set compiles +32%).
   constexpr int64_t kMaxInlineCallingExprs = 8;
+  constexpr int64_t kMaxInlineOnceCallingExprs = 24;  // with a single call site
   constexpr uint32_t kWideClass = 64;  // code points
   const int32_t num_rules = static_cast<int32_t>(g.rules.size());
   std::vector<int64_t> size(num_rules, -1);  // expanded size once known to be inlinable
@@ -318,7 +321,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       // Sized while still open: a rule that calls itself is never inlined.
       if (r != g.root && !g.rules[r].shared) {
         int64_t s = expr_size(g.rules[r].body);
-        bool small = !calls(g.rules[r].body) || call_sites[r] == 1 || s <= kMaxInlineCallingExprs;
+        bool small = !calls(g.rules[r].body) || s <= (call_sites[r] == 1 ? kMaxInlineOnceCallingExprs : kMaxInlineCallingExprs);
         if (s >= 0 && s <= kMaxInlineExprs && small) inlined[r] = 1, size[r] = s;
       }
       state[r] = kDecided;
