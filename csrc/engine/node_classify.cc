@@ -225,73 +225,69 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   };
   const TokenTrie& full = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
+  // Results kept as a bitset (a slice's, a sibling's): `words` less the tokens under the
+  // first-byte subtree i of the whole trie, which a walk then decides.
+  auto clear_subtree = [&](std::vector<uint32_t>& words, int64_t& count, int32_t i) {
+    for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
+      uint32_t bit = uint32_t{1} << (sorted[p] & 31);
+      uint32_t& word = words[sorted[p] >> 5];
+      count -= (word & bit) != 0;
+      word &= ~bit;
+    }
+  };
+  // The walks' tokens are outside what is left of the bitset (cleared, or never in it).
+  auto accept_with = [&](std::vector<uint32_t> words, int64_t count) {
+    for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
+    mask->accepted.count = count + static_cast<int64_t>(accepted.size());
+    mask->accepted.words = std::move(words);
+  };
   if (sibling) {
     // The sibling's tokens under the first bytes that step alike; the rest walked.
-    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
-      if (!same->Has(full.byte[i])) walk(full, sorted, nullptr, i, full.next[i]);
-    }
-    auto first_shared = [&](int32_t pos) { return same->Has(static_cast<uint8_t>(tok.decoded(sorted[pos])[0])); };
+    auto shares_first_byte = [&](int32_t id) { return same->Has(static_cast<uint8_t>(tok.decoded(id)[0])); };
     for (int32_t c : sibling->crossing) {
-      if (first_shared(full.first_pos[c])) mask->crossing.push_back(c);
+      if (shares_first_byte(sorted[full.first_pos[c]])) mask->crossing.push_back(c);
     }
-    std::sort(mask->crossing.begin(), mask->crossing.end());
     const AcceptedSet& theirs = sibling->accepted;
-    if (theirs.words.empty()) {
+    std::vector<uint32_t> words = theirs.words;
+    int64_t count = theirs.count;
+    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
+      if (same->Has(full.byte[i])) continue;
+      if (!words.empty()) clear_subtree(words, count, i);
+      walk(full, sorted, nullptr, i, full.next[i]);
+    }
+    if (words.empty()) {
       for (int32_t id : theirs.ids) {
-        const std::string& s = tok.decoded(id);
-        if (!s.empty() && same->Has(static_cast<uint8_t>(s[0]))) accepted.push_back(id);
+        if (shares_first_byte(id)) accepted.push_back(id);
       }
       mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
     } else {
-      std::vector<uint32_t> words = theirs.words;
-      int64_t count = theirs.count;
-      for (int32_t i = 0; i < full.size(); i = full.next[i]) {
-        if (same->Has(full.byte[i])) continue;
-        for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
-          uint32_t bit = uint32_t{1} << (sorted[p] & 31);
-          uint32_t& word = words[sorted[p] >> 5];
-          count -= (word & bit) != 0;
-          word &= ~bit;
-        }
-      }
-      for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
-      mask->accepted.count = count + static_cast<int64_t>(accepted.size());
-      mask->accepted.words = std::move(words);
+      accept_with(std::move(words), count);
     }
   } else if (!use.slice) {
     walk(full, sorted, nullptr, 0, full.size());
     mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   } else {
     const TokenSlice& slice = *use.slice;
-    std::vector<uint32_t> words = slice.words;
     for (int32_t i = 0; i < slice.rest.size(); i = slice.rest.next[i]) {  // the first bytes
       if (!use.Excludes(slice.rest.byte[i])) {
         walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.next[i]);
       }
     }
+    std::vector<uint32_t> words = slice.words;
     int64_t count = slice.count;
     for (int32_t i = 0; i < full.size(); i = full.next[i]) {
       if (!use.Excludes(full.byte[i])) continue;
-      for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
-        uint32_t bit = uint32_t{1} << (sorted[p] & 31);
-        uint32_t& word = words[sorted[p] >> 5];
-        count -= (word & bit) != 0;
-        word &= ~bit;
-      }
+      clear_subtree(words, count, i);
       walk(full, sorted, nullptr, i, full.next[i]);
     }
-    std::sort(mask->crossing.begin(), mask->crossing.end());
-    // The walks' tokens are outside what is left of the slice: the rest trie holds no
-    // slice token, and the excluded subtrees were cleared.
-    for (int32_t id : accepted) words[id >> 5] |= uint32_t{1} << (id & 31);
-    mask->accepted.count = count + static_cast<int64_t>(accepted.size());
-    mask->accepted.words = std::move(words);
+    accept_with(std::move(words), count);  // the rest trie holds no slice token
   }
+  std::sort(mask->crossing.begin(), mask->crossing.end());  // walks in several orders
   mask->crossing.shrink_to_fit();
   return mask;
 }
 
-ContextTokens UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                               const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
                               const InnerMask& inner, NodeSet* reached) {
   ContextTokens out;

@@ -81,7 +81,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
 // With follow = call_targets[rule of node], every context of the grammar (context
 // expansion), where no token is certain for a given state: use both lists.
 // With `reached`, records every node the walk had an item at.
-ContextTokens UncertainTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                               const std::vector<int32_t>& follow, const std::vector<std::vector<int32_t>>& call_targets,
                               const InnerMask& inner, NodeSet* reached = nullptr);
 

@@ -47,7 +47,7 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
     const std::vector<int32_t>& follow = call_targets_[fsm_.node_rule[node]];
-    ContextTokens all = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *inner);
+    ContextTokens all = ContextTokensOf(fsm_, tok_, node, follow, call_targets_, *inner);
     TokenList& merged = fresh->any_context.uncertain;
     merged.resize(all.certain.size() + all.uncertain.size());
     std::merge(all.certain.begin(), all.certain.end(), all.uncertain.begin(), all.uncertain.end(), merged.begin());
@@ -74,7 +74,7 @@ std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node) const {
   return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify);
 }
 
-const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const {
+const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const {
   constexpr size_t kFewUncertain = 16;  // not worth a context of their own
   if (mask.inner->crossing.empty()) return mask.any_context;  // empty
   if (mask.has_uncertain && mask.any_context.uncertain.size() <= kFewUncertain) return mask.any_context;
@@ -93,8 +93,8 @@ const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t n
   key.append(reinterpret_cast<const char*>(follow.data()), follow.size() * sizeof(int32_t));
   {
     std::shared_lock<std::shared_mutex> lock(context_mu_);
-    auto it = context_uncertain_.find(key);
-    if (it != context_uncertain_.end()) return *it->second;
+    auto it = contexts_.find(key);
+    if (it != contexts_.end()) return *it->second;
   }
   // The node's crossing tokens that can go on in this context: certain where they live
   // on inside the callers' rules, uncertain where they end one (past it any context is
@@ -112,7 +112,7 @@ const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t n
   Lists found = pool.Find<ContextTokens>(NodeMaskPool::Kind::kSameContext, same);
   if (found) {
     std::unique_lock<std::shared_mutex> lock(context_mu_);
-    return *context_uncertain_.emplace(std::move(key), std::move(found)).first->second;
+    return *contexts_.emplace(std::move(key), std::move(found)).first->second;
   }
   std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
   auto compute = [&](NodeSet* reached, bool* keep) -> Lists {
@@ -131,7 +131,7 @@ const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t n
       narrowed->uncertain.shrink_to_fit();
       *keep = false;
     } else {
-      *narrowed = UncertainTokens(fsm_, tok_, node, follow, call_targets_, *mask.inner, reached);
+      *narrowed = ContextTokensOf(fsm_, tok_, node, follow, call_targets_, *mask.inner, reached);
     }
     return narrowed;
   };
@@ -140,7 +140,7 @@ const ContextTokens& TokenMaskCache::UncertainIn(const NodeMask& mask, int32_t n
   int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
   found = pool.Insert(NodeMaskPool::Kind::kSameContext, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
-  auto inserted = context_uncertain_.emplace(std::move(key), std::move(found));
+  auto inserted = contexts_.emplace(std::move(key), std::move(found));
   return *inserted.first->second;  // another thread's, if it was first
 }
 
@@ -164,7 +164,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   thread_local std::vector<const ContextTokens*> contexts;
   contexts.clear();
   for (const EarleyItem& it : kernel) {
-    contexts.push_back(&UncertainIn(Get(it.node), it.node, *it.origin));
+    contexts.push_back(&ContextIn(Get(it.node), it.node, *it.origin));
     for (int32_t pos : contexts.back()->certain) words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31);
   }
   uncertain.clear();
@@ -243,7 +243,7 @@ int64_t TokenMaskCache::MemoryBytes() const {
     if (const NodeMask* m = masks_[i].load()) bytes += static_cast<int64_t>(m->MemoryBytes());
   }
   std::shared_lock<std::shared_mutex> lock(context_mu_);
-  for (const auto& [key, lists] : context_uncertain_) {
+  for (const auto& [key, lists] : contexts_) {
     bytes += static_cast<int64_t>(key.size() + 4 * (lists->certain.capacity() + lists->uncertain.capacity()) + 64);
   }
   for (const auto& [key, ids] : walk_results_) {

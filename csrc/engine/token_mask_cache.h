@@ -84,10 +84,11 @@ class TokenMaskCache {
   // walked, partly taken from a sibling's (SiblingSteps) where this grammar has it.
   std::shared_ptr<const InnerMask> Classify(int32_t node) const;
 
-  // The node's uncertain tokens that may go on where the callers waiting in `origin`
-  // continue, computed once per (node, continuation nodes) and shared with grammars
-  // of the same structure around there through the pool.
-  const ContextTokens& UncertainIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+  // The node's crossing tokens that go on where the callers waiting in `origin`
+  // continue, certain or uncertain (ContextTokens), computed once per (node,
+  // continuation nodes) and shared with grammars of the same structure around there
+  // through the pool.
+  const ContextTokens& ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
 
   // This grammar's prefix for the pool's per-grammar entries (NodeMaskPool::GrammarId),
   // then `tag` and `what`.
@@ -103,7 +104,7 @@ class TokenMaskCache {
   int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
-  mutable std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> context_uncertain_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> contexts_;
   // Uncertain tokens the full parser accepted, by ParseSignature of the state.
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> walk_results_;
 };

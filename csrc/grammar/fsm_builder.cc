@@ -234,9 +234,10 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     wide_memo[id] = result;
     return result;
   };
-  // Expanded size of an expression (a repeat counts its body once per copy), capped
-  // just past the limit; -1 if it references a rule not inlinable. Recursion is
-  // bounded by the parser's nesting limit.
+  // Expanded size of an expression (a repeat counts its body once per copy, a call of a
+  // rule that keeps its automaton is one edge), capped just past the limit; -1 if it
+  // references a rule still being decided. Recursion is bounded by the parser's
+  // nesting limit.
   std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
     if (size_memo[id] != -2) return size_memo[id];
     const Expr& e = g.exprs[id];
@@ -321,8 +322,10 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       // Sized while still open: a rule that calls itself is never inlined.
       if (r != g.root && !g.rules[r].shared) {
         int64_t s = expr_size(g.rules[r].body);
-        bool small = !calls(g.rules[r].body) || s <= (call_sites[r] == 1 ? kMaxInlineOnceCallingExprs : kMaxInlineCallingExprs);
-        if (s >= 0 && s <= kMaxInlineExprs && small) inlined[r] = 1, size[r] = s;
+        int64_t limit = !calls(g.rules[r].body) ? kMaxInlineExprs
+                        : call_sites[r] == 1    ? kMaxInlineOnceCallingExprs
+                                                : kMaxInlineCallingExprs;
+        if (s >= 0 && s <= limit) inlined[r] = 1, size[r] = s;
       }
       state[r] = kDecided;
     }
