@@ -227,9 +227,10 @@ EarleyScratch& ThreadScratch() {
 }
 
 EarleySet* const* ScratchSets::Get(size_t count) {
-  while (owned_.size() < count) {
-    owned_.push_back(std::make_unique<EarleySet>());
-    sets_.push_back(owned_.back().get());
+  if (sets_.size() < count) {  // one allocation for the missing sets (hundreds at first use)
+    size_t missing = count - sets_.size();
+    owned_.push_back(std::make_unique<EarleySet[]>(missing));
+    for (size_t i = 0; i < missing; ++i) sets_.push_back(&owned_.back()[i]);
   }
   return sets_.data();
 }

@@ -92,7 +92,7 @@ class ScratchSets {
   EarleySet* const* Get(size_t count);
 
  private:
-  std::vector<std::unique_ptr<EarleySet>> owned_;
+  std::vector<std::unique_ptr<EarleySet[]>> owned_;  // blocks of sets
   std::vector<EarleySet*> sets_;
 };
 

@@ -33,6 +33,19 @@ std::array<bool, 257> ByteCuts(EarleyParser& parser, const EarleySet& set) {
   return cut;
 }
 
+// Where the slice automaton's steps may change: the class's ASCII bytes, the bounds
+// of Utf8Step's byte ranges. Between two cuts every byte steps every state alike.
+std::array<bool, 257> SliceCuts(const SliceClass& first, const SliceClass& loop) {
+  std::array<bool, 257> cut{};
+  cut[0] = cut[256] = true;
+  for (int b = 1; b < 0x80; ++b) {
+    auto changes = [b](const SliceClass& c) { return c.HasAscii(static_cast<uint8_t>(b)) != c.HasAscii(static_cast<uint8_t>(b - 1)); };
+    cut[b] = changes(first) || changes(loop);
+  }
+  for (int b : {0x80, 0x90, 0xA0, 0xC0, 0xC2, 0xE0, 0xE1, 0xED, 0xEE, 0xF0, 0xF1, 0xF4, 0xF5}) cut[b] = true;
+  return cut;
+}
+
 // Whether every string of the slice's language parses from `start` (signature
 // `start_sig`), where the first character, when ASCII, must also be in `first`.
 bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& start_sig, const SliceClass& first,
@@ -43,8 +56,12 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
     const EarleySet* set;
     std::string sig;
   };
+  const std::array<bool, 257> slice_cut = SliceCuts(first, loop);
+  // With the same ASCII bytes first and after, the first character is like any other:
+  // marking it begun keeps each state from being explored twice.
+  bool same_first = first.ascii == loop.ascii;
   std::vector<std::unique_ptr<EarleySet>> owned;  // sets the pairs' items may point into
-  std::vector<Pair> pairs{{0, false, &start, start_sig}};
+  std::vector<Pair> pairs{{0, same_first, &start, start_sig}};
   std::string sig;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair from = pairs[i];
@@ -54,9 +71,11 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
                          : SliceStep(loop, from.state, static_cast<uint8_t>(b));
     };
     std::array<bool, 257> cut = ByteCuts(parser, *from.set);
-    for (int b = 0, end; b < 256; b = end) {  // one step per run of bytes that behave alike
+    // One step per run of bytes that behave alike: the slice's step is read once per
+    // stretch between slice cuts, and stretches merge unless the parser cuts between.
+    for (int b = 0, end; b < 256; b = end) {
       int next = slice_step(b);
-      for (end = b + 1; end < 256 && !cut[end] && slice_step(end) == next;) ++end;
+      for (end = b + 1; end < 256 && !cut[end] && (!slice_cut[end] || slice_step(end) == next);) ++end;
       if (next < 0) continue;
       bool began = from.began || next == 0;
       auto out = std::make_unique<EarleySet>();
