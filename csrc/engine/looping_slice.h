@@ -32,9 +32,11 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
 
 // Builds, into a new vocabulary's pool, the slices most grammars loop on, at tokenizer
 // load rather than in the middle of a generation: JSON string content (every character
-// but '"', '\\' and controls: the builtin JSON grammar and every JSON Schema string) and
-// free text up to a tag (every character but '<', where tool-call tags start) and the
-// characters of identifiers in code grammars ([A-Za-z0-9_], ASCII).
+// but '"', '\\' and controls: the builtin JSON grammar and every JSON Schema string),
+// free text up to a tag (every character but '<', where tool-call tags start), the
+// characters of identifiers in code grammars ([A-Za-z0-9_], ASCII) and the contents of
+// code grammars' strings and comments (every character but the closing quote or '*',
+// a backslash, a newline).
 void PrebuildSlices(const TokenizerInfo& tok, NodeMaskPool& pool);
 
 }  // namespace xgr2

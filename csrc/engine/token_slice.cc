@@ -1,5 +1,9 @@
 #include "engine/token_slice.h"
 
+#include <algorithm>
+#include <array>
+#include <utility>
+
 #include "support/utf8.h"
 
 namespace xgr2 {
@@ -16,46 +20,81 @@ int SliceStep(const SliceClass& c, int state, uint8_t b) {
   return Utf8Step(state, b);
 }
 
-TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
+namespace {
+
+// The tokens' memberships, one bit per class (at most 64), by position in the trie's
+// token order (sorted_ids): one pass over the trie for every class at once. All classes
+// share the UTF-8 automaton (a class with no non-ASCII characters dies at any of them),
+// so a trie node's state is its UTF-8 state and the classes still alive on its path;
+// a subtree where none is alive is skipped.
+std::vector<uint64_t> Memberships(const TokenizerInfo& tok, const std::vector<SliceClass>& classes) {
+  const TokenTrie& t = tok.trie();
+  int32_t n = t.size();
+  uint64_t utf8_classes = 0;
+  std::array<uint64_t, 128> with_ascii{};  // per ASCII byte: the classes holding it
+  for (size_t k = 0; k < classes.size(); ++k) {
+    if (classes[k].utf8) utf8_classes |= uint64_t{1} << k;
+    for (int b = 0; b < 0x80; ++b) {
+      if (classes[k].HasAscii(static_cast<uint8_t>(b))) with_ascii[b] |= uint64_t{1} << k;
+    }
+  }
+  int8_t utf8_step[kUtf8States][256];
+  for (int q = 0; q < kUtf8States; ++q) {
+    for (int b = 0; b < 256; ++b) utf8_step[q][b] = static_cast<int8_t>(Utf8Step(q, static_cast<uint8_t>(b)));
+  }
+  std::vector<uint64_t> alive_at(t.first_pos.back(), 0);
+  size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
+  std::vector<int8_t> utf8(max_depth, 0);
+  std::vector<uint64_t> alive(max_depth, 0);
+  alive[0] = classes.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << classes.size()) - 1;
+  for (int32_t i = 0; i < n;) {
+    int d = t.depth[i];
+    uint8_t b = t.byte[i];
+    int8_t u = utf8_step[utf8[d - 1]][b];
+    uint64_t a = u < 0 ? 0 : alive[d - 1] & (b < 0x80 ? with_ascii[b] : utf8_classes);
+    if (a == 0) {
+      i = t.next[i];  // nothing below is in any class
+      continue;
+    }
+    utf8[d] = u;
+    alive[d] = a;
+    for (int32_t p = t.first_pos[i], end = p + t.num_tokens[i]; p < end; ++p) alive_at[p] = a;
+    ++i;
+  }
+  return alive_at;
+}
+
+// Class `k`'s slice from the memberships.
+TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::vector<uint64_t>& alive_at, size_t k) {
   const TokenTrie& t = tok.trie();
   const std::vector<int32_t>& sorted = tok.sorted_ids();
-  int32_t n = t.size();
-  int8_t step[kUtf8States][256];
-  for (int q = 0; q < kUtf8States; ++q) {
-    for (int b = 0; b < 256; ++b) step[q][b] = static_cast<int8_t>(SliceStep(cls, q, static_cast<uint8_t>(b)));
-  }
+  int32_t n = t.size(), m = t.first_pos.back();
   TokenSlice slice;
   slice.cls = cls;
   slice.words.assign((static_cast<size_t>(tok.vocab_size()) + 31) / 32, 0);
-  // outside_before[i]: trie nodes before i whose bytes leave the slice (with all their
-  // subtree). A subtree holds a token outside the slice iff it holds such a node.
-  std::vector<int32_t> outside_before(static_cast<size_t>(n) + 1);
-  std::vector<int8_t> state(static_cast<size_t>(tok.max_token_bytes()) + 1, 0);
+  // outside_before[p]: tokens before position p outside the slice. A subtree's tokens
+  // are the positions [first_pos[i], first_pos[next[i]]).
+  std::vector<int32_t> outside_before(static_cast<size_t>(m) + 1);
   int32_t outside = 0;
-  for (int32_t i = 0; i < n;) {
-    int d = t.depth[i];
-    int8_t q = step[state[d - 1]][t.byte[i]];
-    if (q < 0) {
-      for (int32_t end = t.next[i]; i < end; ++i) outside_before[i] = outside++;
-      continue;
-    }
-    state[d] = q;
-    outside_before[i] = outside;
-    for (int32_t k = 0; k < t.num_tokens[i]; ++k) {
-      int32_t id = sorted[t.first_pos[i] + k];
+  for (int32_t p = 0; p < m; ++p) {
+    outside_before[p] = outside;
+    if ((alive_at[p] >> k) & 1) {
+      int32_t id = sorted[p];
       slice.words[id >> 5] |= uint32_t{1} << (id & 31);
+    } else {
+      ++outside;
     }
-    slice.count += t.num_tokens[i];
-    ++i;
   }
-  outside_before[n] = outside;
+  outside_before[m] = outside;
+  slice.count = m - outside;
   // The rest trie: the nodes whose subtree holds a token outside the slice, in preorder;
   // open[d] is the rest node at depth d + 1 on the current path, whose `next` is set
-  // when the path leaves it.
+  // when the path leaves it. The tokens ending at a node are all in the slice or none.
   TokenTrie& r = slice.rest;
+  auto first = [&](int32_t i) { return i < n ? t.first_pos[i] : m; };
   std::vector<int32_t> open;
   for (int32_t i = 0; i < n; ++i) {
-    if (outside_before[t.next[i]] == outside_before[i]) {
+    if (outside_before[first(t.next[i])] == outside_before[t.first_pos[i]]) {
       i = t.next[i] - 1;  // the subtree is all in the slice
       continue;
     }
@@ -66,7 +105,8 @@ TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
       open.pop_back();
     }
     open.push_back(here);
-    bool leaves = outside_before[i + 1] > outside_before[i];
+    int32_t p = t.first_pos[i];
+    bool leaves = t.num_tokens[i] > 0 && !((alive_at[p] >> k) & 1);
     r.byte.push_back(t.byte[i]);
     r.depth.push_back(t.depth[i]);
     r.next.push_back(0);
@@ -74,12 +114,28 @@ TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
     r.num_tokens.push_back(leaves ? t.num_tokens[i] : 0);
     slice.rest_to_full.push_back(i);
     if (leaves) {
-      for (int32_t k = 0; k < t.num_tokens[i]; ++k) slice.rest_ids.push_back(sorted[t.first_pos[i] + k]);
+      for (int32_t j = 0; j < t.num_tokens[i]; ++j) slice.rest_ids.push_back(sorted[p + j]);
     }
   }
   for (int32_t o : open) r.next[o] = static_cast<int32_t>(r.byte.size());
   r.first_pos.push_back(static_cast<int32_t>(slice.rest_ids.size()));
   return slice;
+}
+
+}  // namespace
+
+std::vector<TokenSlice> BuildTokenSlices(const TokenizerInfo& tok, const std::vector<SliceClass>& classes) {
+  std::vector<TokenSlice> slices;
+  for (size_t begin = 0; begin < classes.size(); begin += 64) {
+    std::vector<SliceClass> group(classes.begin() + begin, classes.begin() + std::min(classes.size(), begin + 64));
+    std::vector<uint64_t> alive_at = Memberships(tok, group);
+    for (size_t k = 0; k < group.size(); ++k) slices.push_back(SliceOf(tok, group[k], alive_at, k));
+  }
+  return slices;
+}
+
+TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls) {
+  return std::move(BuildTokenSlices(tok, {cls})[0]);
 }
 
 }  // namespace xgr2

@@ -42,7 +42,9 @@ struct TokenSlice {
   std::vector<int32_t> rest_to_full;
 };
 
-// One pass over the tokenizer's trie.
+// One pass over the tokenizer's trie for all the classes, then one over the tokens
+// and the rest trie per class.
+std::vector<TokenSlice> BuildTokenSlices(const TokenizerInfo& tok, const std::vector<SliceClass>& classes);
 TokenSlice BuildTokenSlice(const TokenizerInfo& tok, const SliceClass& cls);
 
 }  // namespace xgr2
