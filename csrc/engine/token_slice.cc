@@ -92,13 +92,28 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   // when the path leaves it. The tokens ending at a node are all in the slice or none.
   TokenTrie& r = slice.rest;
   auto first = [&](int32_t i) { return i < n ? t.first_pos[i] : m; };
-  std::vector<int32_t> open;
+  auto all_in = [&](int32_t i) { return outside_before[first(t.next[i])] == outside_before[t.first_pos[i]]; };
+  int32_t rest_nodes = 0;  // sized first: a sparse class's rest trie is most of the trie
   for (int32_t i = 0; i < n; ++i) {
-    if (outside_before[first(t.next[i])] == outside_before[t.first_pos[i]]) {
+    if (all_in(i)) {
+      i = t.next[i] - 1;
+    } else {
+      ++rest_nodes;
+    }
+  }
+  r.byte.resize(rest_nodes);
+  r.depth.resize(rest_nodes);
+  r.next.resize(rest_nodes);
+  r.first_pos.resize(rest_nodes + 1);
+  r.num_tokens.resize(rest_nodes);
+  slice.rest_to_full.resize(rest_nodes);
+  slice.rest_ids.reserve(outside);
+  std::vector<int32_t> open;
+  for (int32_t i = 0, here = 0; i < n; ++i) {
+    if (all_in(i)) {
       i = t.next[i] - 1;  // the subtree is all in the slice
       continue;
     }
-    int32_t here = static_cast<int32_t>(r.byte.size());
     size_t d = t.depth[i];
     while (open.size() >= d) {
       r.next[open.back()] = here;
@@ -107,18 +122,16 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
     open.push_back(here);
     int32_t p = t.first_pos[i];
     bool leaves = t.num_tokens[i] > 0 && !((alive_at[p] >> k) & 1);
-    r.byte.push_back(t.byte[i]);
-    r.depth.push_back(t.depth[i]);
-    r.next.push_back(0);
-    r.first_pos.push_back(static_cast<int32_t>(slice.rest_ids.size()));
-    r.num_tokens.push_back(leaves ? t.num_tokens[i] : 0);
-    slice.rest_to_full.push_back(i);
-    if (leaves) {
-      for (int32_t j = 0; j < t.num_tokens[i]; ++j) slice.rest_ids.push_back(sorted[p + j]);
-    }
+    r.byte[here] = t.byte[i];
+    r.depth[here] = t.depth[i];
+    r.first_pos[here] = static_cast<int32_t>(slice.rest_ids.size());
+    r.num_tokens[here] = leaves ? t.num_tokens[i] : 0;
+    slice.rest_to_full[here] = i;
+    if (leaves) slice.rest_ids.insert(slice.rest_ids.end(), sorted.begin() + p, sorted.begin() + p + t.num_tokens[i]);
+    ++here;
   }
-  for (int32_t o : open) r.next[o] = static_cast<int32_t>(r.byte.size());
-  r.first_pos.push_back(static_cast<int32_t>(slice.rest_ids.size()));
+  for (int32_t o : open) r.next[o] = rest_nodes;
+  r.first_pos[rest_nodes] = static_cast<int32_t>(slice.rest_ids.size());
   return slice;
 }
 
