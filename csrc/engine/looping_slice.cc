@@ -117,10 +117,11 @@ SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, co
   return cls;
 }
 
-// Below this many ASCII bytes (or without non-ASCII characters) a class's rest trie is
-// most of the vocabulary's: building it costs more than the walks it spares (C's
-// header names, [A-Za-z0-9_./]: 31M instructions), unless prebuilt (identifiers).
-constexpr int kMinBuiltAscii = 96;
+// Below this many ASCII bytes (JSON string content has 94), or without non-ASCII
+// characters, a class's rest trie is most of the vocabulary's: building it costs more
+// than the walks it spares (C's header names, [A-Za-z0-9_./]: 31M instructions), unless
+// prebuilt (identifiers).
+constexpr int kMinBuiltAscii = 90;
 
 // The pool's slice of `cls`, built on first use when dense; null when not worth it.
 std::shared_ptr<const TokenSlice> SliceFor(const TokenizerInfo& tok, const SliceClass& cls, NodeMaskPool& pool) {
@@ -170,7 +171,7 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
     if (!Loops(parser, start, start_sig, first, loop)) continue;
     SliceUse use;
     use.slice = SliceFor(tok, loop, pool);
-    if (!use.slice) return {};
+    if (!use.slice) continue;  // not kept, and too sparse to build: the ASCII class may be kept
     for (int w = 0; w < 2; ++w) use.excluded_first[w] = loop.ascii[w] & ~first.ascii[w];
     return use;
   }
