@@ -73,7 +73,7 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   slice.cls = cls;
   slice.words.assign((static_cast<size_t>(tok.vocab_size()) + 31) / 32, 0);
   // outside_before[p]: tokens before position p outside the slice. A subtree's tokens
-  // are the positions [first_pos[i], first_pos[next[i]]).
+  // are the positions [first_pos[i], first_pos[next[i]]) (first_pos[n] = m).
   std::vector<int32_t> outside_before(static_cast<size_t>(m) + 1);
   int32_t outside = 0;
   for (int32_t p = 0; p < m; ++p) {
@@ -91,8 +91,7 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   // open[d] is the rest node at depth d + 1 on the current path, whose `next` is set
   // when the path leaves it. The tokens ending at a node are all in the slice or none.
   TokenTrie& r = slice.rest;
-  auto first = [&](int32_t i) { return i < n ? t.first_pos[i] : m; };
-  auto all_in = [&](int32_t i) { return outside_before[first(t.next[i])] == outside_before[t.first_pos[i]]; };
+  auto all_in = [&](int32_t i) { return outside_before[t.first_pos[t.next[i]]] == outside_before[t.first_pos[i]]; };
   int32_t rest_nodes = 0;  // sized first: a sparse class's rest trie is most of the trie
   for (int32_t i = 0; i < n; ++i) {
     if (all_in(i)) {
