@@ -205,7 +205,7 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
 
 namespace {
 
-// Rule automata by a key of the rule's IR, rule references by rank (FindSharedDfa).
+// Rule automata by a key of the rule's IR, rule edges by rank (FindSharedDfa).
 struct SharedDfas {
   std::mutex mu;
   using Map = std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>;
@@ -213,7 +213,7 @@ struct SharedDfas {
   Map pinned;  // automata of fixed building blocks (PinnedDfaScope): never cleared nor evicted
   size_t edges = 0;
 
-  // Keeps `dfa` (ranked) under `key`; starts over past kMaxSharedDfaEdges. Locked.
+  // Keeps `dfa` under `key`; starts over past kMaxSharedDfaEdges. Locked.
   void Insert(std::string key, std::shared_ptr<const RuleDfa> dfa) {
     if (PinnedDfaScope::Active()) {
       pinned.emplace(std::move(key), std::move(dfa));
@@ -237,7 +237,7 @@ thread_local bool pinning = false;
 
 }  // namespace
 
-bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out) {
+bool FindSharedDfa(const std::string& ir_key, RuleDfa* out) {
   SharedDfas& shared = TheSharedDfas();
   std::shared_ptr<const RuleDfa> found;
   {
@@ -251,20 +251,14 @@ bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules,
     if (!found) return false;
   }
   *out = *found;
-  for (FsmEdge& e : out->edges) {
-    if (e.rule >= 0) e.rule = rules[e.rule];
-  }
   return true;
 }
 
-void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa) {
-  auto ranked = std::make_shared<RuleDfa>(dfa);
-  for (FsmEdge& e : ranked->edges) {
-    if (e.rule >= 0) e.rule = static_cast<int32_t>(std::lower_bound(rules.begin(), rules.end(), e.rule) - rules.begin());
-  }
+void StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa) {
+  auto copy = std::make_shared<RuleDfa>(dfa);
   SharedDfas& shared = TheSharedDfas();
   std::lock_guard<std::mutex> lock(shared.mu);
-  shared.Insert(ir_key, std::move(ranked));
+  shared.Insert(ir_key, std::move(copy));
 }
 
 PinnedDfaScope::PinnedDfaScope() { pinning = true; }

@@ -40,14 +40,14 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
 // Rule automata kept process-wide by a key of the rule's grammar IR (fsm_builder.cc
 // writes it: the body with inlined rules expanded, other rules by rank): grammars built
 // per request (a tool set, a JSON Schema) repeat most of their rules, and a rule seen
-// before needs no NFA at all. Rule edges are stored by rank among the referenced rules
-// (`rules`, ascending), which is all the construction depends on them for. At most
-// kMaxSharedDfaEdges edges are kept; past that the store starts over. (A second store
-// keyed by the NFA caught too few rules to pay for its key: BFCL, 600 schemas in one
-// process, 534M -> 514M instructions without it.)
+// before needs no NFA at all. Rule edges are labelled by rank among the referenced
+// rules in order of first reference (NfaBuilder builds them so), which makes the
+// automaton a function of the key. At most kMaxSharedDfaEdges edges are kept; past that
+// the store starts over. (A second store keyed by the NFA caught too few rules to pay
+// for its key: BFCL, 600 schemas in one process, 534M -> 514M instructions without it.)
 constexpr size_t kMaxSharedDfaEdges = size_t{1} << 20;
-bool FindSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, RuleDfa* out);
-void StoreSharedDfa(const std::string& ir_key, const std::vector<int32_t>& rules, const RuleDfa& dfa);
+bool FindSharedDfa(const std::string& ir_key, RuleDfa* out);
+void StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa);
 
 // Empties the store (xgr2.clear_shared_automata: cold-compile benchmarks, memory),
 // except for pinned automata.

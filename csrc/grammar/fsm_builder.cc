@@ -14,8 +14,12 @@ namespace {
 
 class NfaBuilder {
  public:
-  NfaBuilder(const GrammarIR& g, const std::vector<uint8_t>& inlined, int64_t* budget)
-      : g_(g), inlined_(inlined), budget_(budget) {}
+  // Rule edges carry `rank[rule]`, the rule's place among the rules the body calls in
+  // order of first reference (IrKeyWriter): the automaton then depends on the body's
+  // shape alone, not on how the grammar numbers its rules.
+  NfaBuilder(const GrammarIR& g, const std::vector<uint8_t>& inlined, const std::vector<int32_t>& rank,
+             int64_t* budget)
+      : g_(g), inlined_(inlined), rank_(rank), budget_(budget) {}
 
   int32_t NewNode() {
     if (--*budget_ < 0) {
@@ -48,7 +52,7 @@ class NfaBuilder {
       case ExprKind::kRuleRef: {
         if (inlined_[e.rule]) return Build(g_.rules[e.rule].body, from);
         int32_t next = NewNode();
-        Add(from, {0, 0, e.rule, next});
+        Add(from, {0, 0, rank_[e.rule], next});
         return next;
       }
       case ExprKind::kSequence: {
@@ -180,6 +184,7 @@ class NfaBuilder {
 
   const GrammarIR& g_;
   const std::vector<uint8_t>& inlined_;
+  const std::vector<int32_t>& rank_;
   int64_t* budget_;
   int32_t num_nodes_ = 0;
   std::vector<std::pair<int32_t, NfaEdge>> edges_;  // (source, edge)
@@ -357,10 +362,9 @@ namespace {
 
 // A key of the automaton a rule's body builds (FindSharedDfa): the expression tree with
 // inlined rules expanded in place (as NfaBuilder copies them) and every other rule
-// named by the order of its first reference, then the rank of each referenced rule
-// among them by id (the subset construction orders rule edges by id). Equal keys build
-// equal automata, whatever the rules are called or numbered. `rules` gets the
-// referenced rules, ascending.
+// named by the order of its first reference, its rank. NfaBuilder labels rule edges by
+// rank, so equal keys build equal automata, whatever the rules are called or numbered.
+// `rules` gets the referenced rules in that order.
 class IrKeyWriter {
  public:
   IrKeyWriter(const GrammarIR& g, const std::vector<uint8_t>& inlined) : g_(g), inlined_(inlined) {}
@@ -370,8 +374,6 @@ class IrKeyWriter {
     refs_.clear();
     Write(body);
     *rules = refs_;
-    std::sort(rules->begin(), rules->end());
-    for (int32_t r : refs_) Put(static_cast<int32_t>(std::lower_bound(rules->begin(), rules->end(), r) - rules->begin()));
     return std::string(reinterpret_cast<const char*>(words_.data()), words_.size() * sizeof(int32_t));
   }
 
@@ -436,6 +438,21 @@ class IrKeyWriter {
   std::vector<int32_t> refs_;   // referenced rules, in order of first reference
 };
 
+// Rule edges labelled by rank (NfaBuilder) get the rules' ids, each node's rule edges
+// sorted by id again.
+void RankedToRuleIds(const std::vector<int32_t>& rules, RuleDfa* dfa) {
+  for (FsmEdge& e : dfa->edges) {
+    if (e.rule >= 0) e.rule = rules[e.rule];
+  }
+  for (int32_t n = 0; n < dfa->NumNodes(); ++n) {
+    auto first = dfa->edges.begin() + dfa->begin[n], last = dfa->edges.begin() + dfa->begin[n + 1];
+    auto rule_edges = std::find_if(first, last, [](const FsmEdge& e) { return e.rule >= 0; });
+    if (last - rule_edges > 1) {
+      std::sort(rule_edges, last, [](const FsmEdge& a, const FsmEdge& b) { return a.rule < b.rule; });
+    }
+  }
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
@@ -444,6 +461,7 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   std::vector<RuleDfa> dfas;
   std::vector<uint8_t> inlined = InlinableRules(g);
   IrKeyWriter ir_keys(g, inlined);
+  std::vector<int32_t> rank(num_rules, -1);  // of the rules the current body calls
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) {  // copied into every caller: its own automaton is never entered
       dfas.push_back(RuleDfa{{0}, {0, 0}, {}});
@@ -452,13 +470,15 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     std::vector<int32_t> rules;
     std::string key = ir_keys.Key(g.rules[r].body, &rules);
     RuleDfa dfa;
-    if (!FindSharedDfa(key, rules, &dfa)) {  // seen before: no NFA needed
-      NfaBuilder nb(g, inlined, &budget);
+    if (!FindSharedDfa(key, &dfa)) {  // seen before: no NFA needed
+      for (size_t i = 0; i < rules.size(); ++i) rank[rules[i]] = static_cast<int32_t>(i);
+      NfaBuilder nb(g, inlined, rank, &budget);
       int32_t start = nb.NewNode();
       int32_t end = nb.Build(g.rules[r].body, start);
       dfa = Determinize(nb.Take(), start, end, g.rules[r].name);
-      StoreSharedDfa(key, rules, dfa);
+      StoreSharedDfa(key, dfa);
     }
+    RankedToRuleIds(rules, &dfa);
     dfas.push_back(std::move(dfa));
   }
 
