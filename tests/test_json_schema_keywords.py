@@ -172,6 +172,9 @@ def render() -> str:
         "  or `patternProperties` may repeat one another (`{\"x\": 1, \"x\": 2}`, which RFC 8259 permits",
         "  and parsers read as one property), so with `minProperties` such a document can count fewer",
         "  properties once parsed: distinct arbitrary names are not a context-free language.",
+        "- A property name beside declared ones (and a string under `not` of string values) is written,",
+        "  while it still spells the start of an excluded name of printable ASCII, with those characters",
+        "  raw, as `json.dumps` writes them (not `\\u0061` for `a` there); past that point, in any form.",
         "",
     ]
     return "\n".join(lines)

@@ -2728,10 +2728,105 @@ class SchemaCompiler {
     return b_.Choice(alts);
   }
 
-  // A JSON string whose value is none of `names` (exact: a trie of the names, every
-  // character in every JSON form).
+  // A JSON string whose value is none of `names`, as a rule of its own (an object
+  // writes it after each of its properties: one automaton, not one copy per place).
   int32_t KeyNotIn(const std::set<std::string>& names) {
     if (names.empty()) return b_.Seq({b_.Bytes("\""), text_.AnyContent(), b_.Bytes("\"")});
+    auto it = key_not_in_.find(names);
+    if (it == key_not_in_.end()) {
+      bool raw = std::all_of(names.begin(), names.end(), [](const std::string& n) {
+        return std::all_of(n.begin(), n.end(), [](char c) { return c >= 0x20 && c != 0x7F && c != '"' && c != '\\'; });
+      });
+      int32_t body = raw ? KeyNotInRaw(names) : KeyNotInAnyForm(names);
+      it = key_not_in_.emplace(names, b_.NewRule("key_not_in")).first;
+      b_.SetBody(it->second, body);
+    }
+    return b_.Ref(it->second);
+  }
+
+  // KeyNotIn for names of printable ASCII characters other than `"` and `\` (what names
+  // almost always are), narrowed as names are written: while a string still spells the
+  // start of a name, its printable ASCII characters are raw (never \u0061 for `a`; a
+  // `\/` neither where `/` would go on spelling one), as json.dumps writes them (DEL is
+  // left out of such names: json.dumps escapes it). Each trie node is then a byte
+  // edge per next character of the names and one class for any other character, where
+  // the exact form needs a rule per set of next characters (every escape of every
+  // character but those) and ~10x the work to build. A string is either a proper prefix
+  // that is no name (`spelled`, a trie of literal bytes) or leaves the trie at a
+  // character no name has there, then anything (`left`).
+  int32_t KeyNotInRaw(const std::set<std::string>& names) {
+    struct Node {
+      bool is_name = false;
+      std::map<char, int32_t> next;
+    };
+    std::vector<Node> trie(1);
+    for (const std::string& n : names) {
+      int32_t at = 0;
+      for (char c : n) {
+        auto it = trie[at].next.find(c);
+        int32_t child = it != trie[at].next.end() ? it->second : static_cast<int32_t>(trie.size());
+        if (child == static_cast<int32_t>(trie.size())) trie.emplace_back(), trie[at].next.emplace(c, child);
+        at = child;
+      }
+      trie[at].is_name = true;
+    }
+    // Any character that never continues a name: short escapes (`\/` unless `/` does),
+    // controls and DEL as \u00XX, non-ASCII in every form.
+    auto unprintable = [&](bool slash_continues) {
+      int32_t& rule = unprintable_[slash_continues];
+      if (rule < 0) {
+        std::vector<CodepointRange> letters = {{'"', '"'}, {'\\', '\\'}, {'b', 'b'}, {'f', 'f'},
+                                               {'n', 'n'}, {'r', 'r'}, {'t', 't'}};
+        if (!slash_continues) letters.push_back({'/', '/'});
+        int32_t hex = b_.Class({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
+        int32_t control = b_.Seq({b_.Bytes("u00"), b_.Choice({b_.Seq({b_.Class({{'0', '1'}}), hex}),
+                                                                b_.Seq({b_.Bytes("7"), b_.Class({{'F', 'F'}, {'f', 'f'}})})})});
+        rule = b_.NewRule("json_char_unprintable");
+        b_.SetBody(rule, b_.Choice({b_.Seq({b_.Bytes("\\"), b_.Choice({b_.Class(letters), control})}),
+                                    text_.NonAsciiChar()}));
+      }
+      return b_.Ref(rule);
+    };
+    // Children come after their parent: build from the last node back.
+    std::vector<int32_t> spelled(trie.size(), -1), left(trie.size(), -1);
+    for (size_t i = trie.size(); i-- > 0;) {
+      const Node& node = trie[i];
+      std::vector<int32_t> a, b;
+      if (!node.is_name) a.push_back(b_.Empty());
+      std::vector<CodepointRange> other = {{0x20, 0x7F}};
+      for (const auto& [c, child] : node.next) {
+        if (spelled[child] >= 0) a.push_back(b_.Seq({b_.Bytes(std::string(1, c)), spelled[child]}));
+        b.push_back(b_.Seq({b_.Bytes(std::string(1, c)), left[child]}));
+        other.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c)});
+      }
+      other.push_back({'"', '"'}), other.push_back({'\\', '\\'});
+      b.push_back(b_.Choice({b_.Class(ExceptFirst(other)), unprintable(node.next.count('/') > 0)}));
+      if (!a.empty()) spelled[i] = b_.Choice(a);
+      left[i] = b_.Choice(b);
+    }
+    int32_t leaves = b_.Seq({left[0], b_.Star(text_.AnyChar())});
+    return b_.Seq({b_.Bytes("\""), spelled[0] >= 0 ? b_.Choice({spelled[0], leaves}) : leaves, b_.Bytes("\"")});
+  }
+
+  // ranges[0] less the other ranges (single code points).
+  static std::vector<CodepointRange> ExceptFirst(std::vector<CodepointRange> ranges) {
+    std::vector<uint32_t> cut;
+    for (size_t i = 1; i < ranges.size(); ++i) cut.push_back(ranges[i].lo);
+    std::sort(cut.begin(), cut.end());
+    std::vector<CodepointRange> out;
+    uint32_t lo = ranges[0].lo;
+    for (uint32_t c : cut) {
+      if (c < lo) continue;
+      if (c > lo) out.push_back({lo, c - 1});
+      lo = c + 1;
+    }
+    if (lo <= ranges[0].hi) out.push_back({lo, ranges[0].hi});
+    return out;
+  }
+
+  // KeyNotIn for any names (exact: a trie of the names, every character in every JSON
+  // form).
+  int32_t KeyNotInAnyForm(const std::set<std::string>& names) {
     // Decode names into code points; build the trie recursively over prefixes.
     std::vector<std::vector<uint32_t>> words;
     for (const std::string& n : names) {
@@ -2887,6 +2982,8 @@ class SchemaCompiler {
   int disjoint_depth_ = 0;  // Disjoint calls in progress
   int64_t copied_at_start_ = JsonValue::CopiedOnThisThread();
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> other_chars_;
+  std::map<std::set<std::string>, int32_t> key_not_in_;  // KeyNotIn's rules
+  int32_t unprintable_[2] = {-1, -1};  // KeyNotInRaw's, by whether `/` continues a name
   std::unordered_map<std::string, int32_t> numbers_;  // NumberExpr by range
 };
 

@@ -52,6 +52,8 @@ class JsonText {
   int32_t CharIn(const std::vector<CodepointRange>& ranges);
   // Any one character (exact: a surrogate pair is one character, lone surrogates excluded).
   int32_t AnyChar();
+  // Every character from U+0080 on, in every form (shared rule).
+  int32_t NonAsciiChar();
   // A string's content, any length, as the builtin JSON grammar writes it (shared rule).
   int32_t AnyContent();
   // The JSON text of a literal string: `"` then each character raw (or its escape when
@@ -65,8 +67,6 @@ class JsonText {
 
  private:
   int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
-  // Every character from U+0080 on, in every form (shared rule).
-  int32_t NonAsciiChar();
   int32_t Ws();
   // What follows an opening bracket before the first item at `depth`.
   int32_t AfterOpen(int depth);
