@@ -71,6 +71,8 @@ class JsonText {
   // What follows an opening bracket before the first item at `depth`.
   int32_t AfterOpen(int depth);
   int32_t SharedSeparator(char c, int32_t* rule);
+  int32_t SharedOpen(char bracket);
+  int32_t SharedRule(const std::string& name, const std::vector<int32_t>& items, int32_t* rule);
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
   int32_t HexDigits(uint32_t lo, uint32_t hi);
   int32_t Newline(int depth);
@@ -81,6 +83,7 @@ class JsonText {
   JsonLayout layout_;
   int32_t ws_rule_ = -1, comma_rule_ = -1, colon_rule_ = -1, any_char_rule_ = -1, content_rule_ = -1,
           non_ascii_rule_ = -1;
+  int32_t open_rules_[2] = {-1, -1};  // `{ ws`, `[ ws`
   // CharIn's expression per character set: automata (patterns, key languages) ask for
   // the same sets at many states, and each costs a tree of \uXXXX ranges.
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;
