@@ -173,8 +173,9 @@ def render() -> str:
         "  and parsers read as one property), so with `minProperties` such a document can count fewer",
         "  properties once parsed: distinct arbitrary names are not a context-free language.",
         "- A property name beside declared ones (and a string under `not` of string values) is written,",
-        "  while it still spells the start of an excluded name of printable ASCII, with those characters",
-        "  raw, as `json.dumps` writes them (not `\\u0061` for `a` there); past that point, in any form.",
+        "  while it spells the start of an excluded name of printable ASCII and at the first character",
+        "  that leaves them, with printable ASCII characters raw, as `json.dumps` writes them (not",
+        "  `\\u0061` for `a` there); after that character, in any form.",
         "",
     ]
     return "\n".join(lines)

@@ -2735,7 +2735,10 @@ class SchemaCompiler {
     auto it = key_not_in_.find(names);
     if (it == key_not_in_.end()) {
       bool raw = std::all_of(names.begin(), names.end(), [](const std::string& n) {
-        return std::all_of(n.begin(), n.end(), [](char c) { return c >= 0x20 && c != 0x7F && c != '"' && c != '\\'; });
+        return std::all_of(n.begin(), n.end(), [](char c) {
+          uint8_t u = static_cast<uint8_t>(c);  // char may be unsigned: compare bytes
+          return u >= 0x20 && u < 0x7F && u != '"' && u != '\\';
+        });
       });
       int32_t body = raw ? KeyNotInRaw(names) : KeyNotInAnyForm(names);
       it = key_not_in_.emplace(names, b_.NewRule("key_not_in")).first;
@@ -2747,8 +2750,9 @@ class SchemaCompiler {
   // KeyNotIn for names of printable ASCII characters other than `"` and `\` (what names
   // almost always are), narrowed as names are written: while a string still spells the
   // start of a name, its printable ASCII characters are raw (never \u0061 for `a`; a
-  // `\/` neither where `/` would go on spelling one), as json.dumps writes them (DEL is
-  // left out of such names: json.dumps escapes it). Each trie node is then a byte
+  // `\/` neither where `/` would go on spelling one), up to and including the first
+  // character that leaves every name, as json.dumps writes them (DEL is left out of such
+  // names: json.dumps escapes it with ensure_ascii). Each trie node is then a byte
   // edge per next character of the names and one class for any other character, where
   // the exact form needs a rule per set of next characters (every escape of every
   // character but those) and ~10x the work to build. A string is either a proper prefix
@@ -2816,7 +2820,7 @@ class SchemaCompiler {
     std::vector<CodepointRange> out;
     uint32_t lo = ranges[0].lo;
     for (uint32_t c : cut) {
-      if (c < lo) continue;
+      if (c < lo || c > ranges[0].hi) continue;
       if (c > lo) out.push_back({lo, c - 1});
       lo = c + 1;
     }

@@ -58,6 +58,7 @@ int32_t JsonText::Ws() {
 // optional properties got automata of tens of thousands of states (renovate's
 // configuration schema: 22,000 in one rule; its compile time halved with this).
 int32_t JsonText::SharedSeparator(char c, int32_t* rule) {
+  if (*rule >= 0) return b_->Ref(*rule);
   return SharedRule(c == ',' ? "comma" : "colon", {Ws(), b_->Bytes(std::string(1, c)), Ws()}, rule);
 }
 
@@ -69,15 +70,15 @@ int32_t JsonText::SharedSeparator(char c, int32_t* rule) {
 // some masks, measured on BFCL schemas).
 int32_t JsonText::SharedOpen(char bracket) {
   int32_t* rule = &open_rules_[bracket == '{' ? 0 : 1];
+  if (*rule >= 0) return b_->Ref(*rule);
   return SharedRule(bracket == '{' ? "open_brace" : "open_bracket", {b_->Bytes(std::string(1, bracket)), Ws()}, rule);
 }
 
+// A new shared rule (called, never inlined) with body `items`, kept in `*rule`.
 int32_t JsonText::SharedRule(const std::string& name, const std::vector<int32_t>& items, int32_t* rule) {
-  if (*rule < 0) {
-    *rule = b_->NewRule(name);
-    b_->SetBody(*rule, b_->Seq(items));
-    b_->SetShared(*rule);
-  }
+  *rule = b_->NewRule(name);
+  b_->SetBody(*rule, b_->Seq(items));
+  b_->SetShared(*rule);
   return b_->Ref(*rule);
 }
 
