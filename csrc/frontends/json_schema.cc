@@ -2768,8 +2768,13 @@ class SchemaCompiler {
       int32_t at = 0;
       for (char c : n) {
         auto it = trie[at].next.find(c);
-        int32_t child = it != trie[at].next.end() ? it->second : static_cast<int32_t>(trie.size());
-        if (child == static_cast<int32_t>(trie.size())) trie.emplace_back(), trie[at].next.emplace(c, child);
+        if (it != trie[at].next.end()) {
+          at = it->second;
+          continue;
+        }
+        int32_t child = static_cast<int32_t>(trie.size());
+        trie.emplace_back();
+        trie[at].next.emplace(c, child);
         at = child;
       }
       trie[at].is_name = true;
@@ -2797,35 +2802,20 @@ class SchemaCompiler {
       const Node& node = trie[i];
       std::vector<int32_t> a, b;
       if (!node.is_name) a.push_back(b_.Empty());
-      std::vector<CodepointRange> other = {{0x20, 0x7F}};
+      std::vector<CodepointRange> not_other = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};  // raw ASCII
       for (const auto& [c, child] : node.next) {
         if (spelled[child] >= 0) a.push_back(b_.Seq({b_.Bytes(std::string(1, c)), spelled[child]}));
         b.push_back(b_.Seq({b_.Bytes(std::string(1, c)), left[child]}));
-        other.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c)});
+        not_other.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c)});
       }
-      other.push_back({'"', '"'}), other.push_back({'\\', '\\'});
-      b.push_back(b_.Choice({b_.Class(ExceptFirst(other)), unprintable(node.next.count('/') > 0)}));
+      std::sort(not_other.begin(), not_other.end(), [](CodepointRange x, CodepointRange y) { return x.lo < y.lo; });
+      int32_t other = b_.Class(ComplementRanges(not_other, 0x7F));
+      b.push_back(b_.Choice({other, unprintable(node.next.count('/') > 0)}));
       if (!a.empty()) spelled[i] = b_.Choice(a);
       left[i] = b_.Choice(b);
     }
     int32_t leaves = b_.Seq({left[0], b_.Star(text_.AnyChar())});
     return b_.Seq({b_.Bytes("\""), spelled[0] >= 0 ? b_.Choice({spelled[0], leaves}) : leaves, b_.Bytes("\"")});
-  }
-
-  // ranges[0] less the other ranges (single code points).
-  static std::vector<CodepointRange> ExceptFirst(std::vector<CodepointRange> ranges) {
-    std::vector<uint32_t> cut;
-    for (size_t i = 1; i < ranges.size(); ++i) cut.push_back(ranges[i].lo);
-    std::sort(cut.begin(), cut.end());
-    std::vector<CodepointRange> out;
-    uint32_t lo = ranges[0].lo;
-    for (uint32_t c : cut) {
-      if (c < lo || c > ranges[0].hi) continue;
-      if (c > lo) out.push_back({lo, c - 1});
-      lo = c + 1;
-    }
-    if (lo <= ranges[0].hi) out.push_back({lo, ranges[0].hi});
-    return out;
   }
 
   // KeyNotIn for any names (exact: a trie of the names, every character in every JSON
