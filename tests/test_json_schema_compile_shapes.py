@@ -8,6 +8,9 @@
 - The JSON reader (support/json.cc) moves what it parses and appends plain runs at once.
 - An object or array that may be empty writes its bracket and what follows it once
   (`"{" ws ("}" | items ws "}")`, JsonText::Container).
+- An array or object with no keyword of its kind (the containers of an untyped,
+  `not`-ed or multi-typed value) is one shared rule per grammar (`any_array`,
+  `any_object`, JsonSchemaCompiler's AnyContainer), except in the indent layout.
 - One patternProperties pattern beside declared properties and no other undeclared
   keys (OpenAPI's `^x-`): the pattern's keys less the declared names it matches,
   without the automaton of every undeclared key (KeyRegions).
@@ -182,3 +185,35 @@ def test_containers_that_may_be_empty_in_every_layout(layout):
         assert accepts(start, text) == is_valid(schema, value), (layout, text)
     if not layout:  # any whitespace, inside empty containers too
         assert accepts(start, '{ "a" : [ ] , "o" : {\n} }') and not accepts(start, '{ "a" : [ , ] }')
+
+
+ANY_CONTAINERS = [
+    {"not": {"type": "string"}},
+    {"type": ["array", "object", "null"]},
+    {"anyOf": [{"type": "integer"}, {"type": "array"}], "minimum": 2},
+    {"type": "object", "properties": {"k": {"not": {"const": "a"}}, "m": {"type": ["array", "boolean"]}}},
+    {"type": "array", "items": {"not": {"type": "array"}}},  # keyworded outside, keyword-less inside
+    {"type": "object", "additionalProperties": {"type": ["object", "string"]}, "maxProperties": 2},
+]
+CONTAINER_VALUES = ["a", 3, 1, None, True, [], [1, "a"], [[], {}], {}, {"k": "a"}, {"k": "b", "m": [1]},
+                    {"m": True}, {"k": [], "m": [{"x": [None]}]}, {"a": {}, "b": "s", "c": 1}, [["x"]], [{"y": 2}]]
+
+
+@pytest.mark.parametrize("layout", [{}, {"any_whitespace": False}, {"indent": 2}])
+@pytest.mark.parametrize("schema", ANY_CONTAINERS, ids=range(len(ANY_CONTAINERS)))
+def test_containers_without_keywords_accept_exactly_the_valid_values(schema, layout):
+    start = state(schema, strict=False, **layout)  # JSON Schema's default: jsonschema's verdict
+    for value in CONTAINER_VALUES:
+        if layout.get("indent"):
+            text = json.dumps(value, indent=2)
+        elif layout:
+            text = json.dumps(value, separators=(",", ":"))
+        else:
+            text = json.dumps(value, indent=1).replace("\n", "\n\t")
+        assert accepts(start, text) == is_valid(schema, value), (schema, layout, text)
+
+
+def test_containers_without_keywords_share_one_rule():
+    text = str(xgr2.Grammar.from_json_schema({"anyOf": [{"not": {"type": "string"}}, {"type": ["array", "null"]}]}))
+    assert text.count("any_array ::=") == 1 and text.count("any_object ::=") == 1
+    assert "any_array" not in str(xgr2.Grammar.from_json_schema({"not": {"type": "string"}}, indent=2))

@@ -2030,8 +2030,12 @@ class SchemaCompiler {
         alts.push_back(KeyNotIn(strings));
       }
     }
-    if (types.count("array")) alts.push_back(ArrayExpr(s, ptr, depth));
-    if (types.count("object")) alts.push_back(ObjectExpr(s, ptr, depth));
+    if (types.count("array")) {
+      alts.push_back(HasAny(s, kArrayKeywords) ? ArrayExpr(s, ptr, depth) : AnyContainer('[', depth));
+    }
+    if (types.count("object")) {
+      alts.push_back(HasAny(s, kObjectKeywords) ? ObjectExpr(s, ptr, depth) : AnyContainer('{', depth));
+    }
     alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
     if (alts.empty()) return Nothing(&b_);
     return b_.Choice(alts);
@@ -2179,11 +2183,50 @@ class SchemaCompiler {
       alts.push_back(NumberExpr(s, true, ptr));
     }
     if (types.count("string")) alts.push_back(StringExpr(s, ptr));
-    if (types.count("array")) alts.push_back(ArrayExpr(s, ptr, depth));
-    if (types.count("object")) alts.push_back(ObjectExpr(s, ptr, depth));
+    if (types.count("array")) {
+      alts.push_back(HasAny(s, kArrayKeywords) ? ArrayExpr(s, ptr, depth) : AnyContainer('[', depth));
+    }
+    if (types.count("object")) {
+      alts.push_back(HasAny(s, kObjectKeywords) ? ObjectExpr(s, ptr, depth) : AnyContainer('{', depth));
+    }
     alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
     if (alts.empty()) return Nothing(&b_);
     return b_.Choice(alts);
+  }
+
+  static constexpr const char* kArrayKeywords[] = {
+      "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains",
+      "minItems", "maxItems", "uniqueItems", "unevaluatedItems"};
+  static constexpr const char* kObjectKeywords[] = {
+      "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+      "minProperties", "maxProperties", "dependentRequired", "dependentSchemas", "dependencies",
+      "unevaluatedProperties"};
+
+  template <size_t N>
+  static bool HasAny(const JsonValue& s, const char* const (&keys)[N]) {
+    for (const char* k : keys) {
+      if (s.Find(k)) return true;
+    }
+    return false;
+  }
+
+  // An array or object with no keyword of its kind (`{"type": "array"}`, the arrays of
+  // an untyped or `not`-ed value): any items, any properties. One shared rule each, so
+  // that the many values that allow any container ("any value but a string", every
+  // branch of an anyOf over scalar types) call one automaton instead of each carrying
+  // its own copy of the container's brackets, separators and whitespace runs. Where the
+  // layout depends on depth (indent), each keeps its own.
+  int32_t AnyContainer(char bracket, int depth) {
+    if (text_.layout().DependsOnDepth()) {
+      return bracket == '[' ? ArrayExpr(TrueSchema(), "", depth) : ObjectExpr(TrueSchema(), "", depth);
+    }
+    int32_t& rule = any_container_[bracket == '[' ? 0 : 1];
+    if (rule < 0) {
+      rule = b_.NewRule(bracket == '[' ? "any_array" : "any_object");
+      b_.SetShared(rule);
+      b_.SetBody(rule, bracket == '[' ? ArrayExpr(TrueSchema(), "", depth) : ObjectExpr(TrueSchema(), "", depth));
+    }
+    return b_.Ref(rule);
   }
 
   // ---------------------------------------------------------------- numbers
@@ -2979,6 +3022,7 @@ class SchemaCompiler {
   std::map<std::set<std::string>, int32_t> key_not_in_;  // KeyNotIn's rules
   int32_t unprintable_[2] = {-1, -1};  // KeyNotInRaw's, by whether `/` continues a name
   std::unordered_map<std::string, int32_t> numbers_;  // NumberExpr by range
+  int32_t any_container_[2] = {-1, -1};                // AnyContainer: `[`, `{`
 };
 
 }  // namespace
