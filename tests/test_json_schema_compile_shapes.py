@@ -217,3 +217,57 @@ def test_containers_without_keywords_share_one_rule():
     text = str(xgr2.Grammar.from_json_schema({"anyOf": [{"not": {"type": "string"}}, {"type": ["array", "null"]}]}))
     assert text.count("any_array ::=") == 1 and text.count("any_object ::=") == 1
     assert "any_array" not in str(xgr2.Grammar.from_json_schema({"not": {"type": "string"}}, indent=2))
+
+
+# ------------------------------------------------------------ JSON text of Python values
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from xgr2 import _core  # noqa: E402
+
+JSON_SCALARS = (st.none() | st.booleans() | st.integers() | st.integers(min_value=-(10**40), max_value=10**40)
+                | st.floats(allow_nan=False, allow_infinity=False) | st.text())
+JSON_VALUES = st.recursive(JSON_SCALARS, lambda inner: st.lists(inner, max_size=4) | st.tuples(inner, inner)
+                           | st.dictionaries(st.text(max_size=6), inner, max_size=4), max_leaves=30)
+
+
+def _no_lone_surrogate(value):
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON_VALUES)
+def test_json_text_of_python_values_reads_back_as_json_dumps_does(value):
+    """Schemas given as dicts are written as JSON in C++ (_core.json_text), not by json.dumps."""
+    text = _core.json_text(value)
+    if not _no_lone_surrogate(value):
+        assert text is None  # left to json.dumps
+        return
+    assert json.loads(text) == json.loads(json.dumps(value))
+    assert text == json.dumps(value, ensure_ascii=False)  # the same text, non-ASCII raw
+
+
+class _Str(str):
+    pass
+
+
+@pytest.mark.parametrize("value", [
+    {1: "a"}, {None: 1}, float("nan"), [float("inf")], {"a": {1, 2}}, _Str("x"), {"k": _Str("v")},
+    "lone \ud800", {"deep": json.loads("[" * 600 + "]" * 600)},
+])
+def test_json_text_leaves_other_values_to_json_dumps(value):
+    assert _core.json_text(value) is None
+
+
+def test_schemas_json_dumps_refuses_stay_schema_errors():
+    circular = {"type": "object"}
+    circular["properties"] = {"self": circular}
+    for schema in ({"type": "number", "maximum": float("nan")}, circular, {"enum": [{1, 2}]}):
+        with pytest.raises(xgr2.SchemaError, match="not JSON-serializable"):
+            xgr2.Grammar.from_json_schema(schema)
+    # json.dumps's conversions still apply where C++ leaves a value to it: int keys become strings.
+    start = state({"type": "object", "properties": {1: {"const": 2}}, "required": ["1"]}, any_whitespace=False)
+    assert accepts(start, '{"1":2}')

@@ -20,6 +20,13 @@ def tree_masks(states: Sequence[MatcherState | None], parents: Annotated[NDArray
 
 def xla_ffi_targets() -> dict[str, CapsuleType]: ...
 
+def json_text(value: object | None) -> str | None:
+    """
+    JSON text of a value built of dicts with string keys, lists, tuples, strings, ints, finite
+    floats, bools and None (json.dumps's separators; non-ASCII characters raw); None for any
+    other value, to be left to json.dumps.
+    """
+
 def json_format_ebnf(arg: str, /) -> str | None: ...
 
 class GrammarIR:

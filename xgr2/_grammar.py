@@ -294,6 +294,9 @@ def _json_text(value: Any, error: type[SchemaError] | type[StructuralTagError], 
     hold (NaN, a set, ...) is ``error`` with an empty pointer."""
     if isinstance(value, str):
         return value
+    text = _core.json_text(value)  # in C++: json.dumps cost more than compiling a large schema
+    if text is not None:
+        return text
     try:
         return json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as e:

@@ -29,6 +29,7 @@ using namespace xgr2;
 namespace xgr2 {
 void BindTreeMasks(nb::module_& m);  // csrc/bindings/tree_masks.cc
 void BindXlaFfi(nb::module_& m);     // csrc/bindings/xla_ffi.cc
+void BindJsonText(nb::module_& m);   // csrc/bindings/json_text.cc
 }
 
 namespace {
@@ -202,6 +203,7 @@ NB_MODULE(_core, m) {
   });
   BindTreeMasks(m);
   BindXlaFfi(m);
+  BindJsonText(m);
   m.def("json_format_ebnf", [](const std::string& format) -> std::optional<std::string> {
     const char* text = JsonFormatEbnf(format);
     if (!text) return std::nullopt;
