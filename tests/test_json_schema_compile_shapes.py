@@ -21,6 +21,7 @@ grammar is asked for; the grammar accepts the text iff the value is valid.
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 
@@ -213,6 +214,32 @@ def test_containers_without_keywords_accept_exactly_the_valid_values(schema, lay
         assert accepts(start, text) == is_valid(schema, value), (schema, layout, text)
 
 
+# One restrictive keyword of each kind beside a value that also allows the other
+# containers: a keyword missing from AnyContainer's lists would widen its container.
+CONTAINER_KEYWORDS = [
+    {"minItems": 2}, {"maxItems": 1}, {"uniqueItems": True, "items": {"enum": [1, "a", "x"]}},
+    {"contains": {"type": "string"}}, {"prefixItems": [{"type": "integer"}]},
+    {"prefixItems": [{"type": "integer"}], "items": False},
+    {"items": {"type": "array"}}, {"minProperties": 2}, {"maxProperties": 1}, {"required": ["k"]},
+    {"properties": {"k": {"const": "b"}}}, {"patternProperties": {"^k$": {"type": "string"}}},
+    {"propertyNames": {"maxLength": 1}}, {"additionalProperties": {"type": "array"}},
+    {"dependentRequired": {"k": ["m"]}}, {"dependentSchemas": {"k": {"required": ["m"]}}},
+]
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("keyword", CONTAINER_KEYWORDS, ids=range(len(CONTAINER_KEYWORDS)))
+def test_each_container_keyword_keeps_its_own_container(keyword, strict):
+    schema = {"type": ["array", "object", "null"], **keyword}
+    start = state(schema, strict=strict, any_whitespace=False)
+    for value in CONTAINER_VALUES + [[1, 1], ["a", "x"], {"k": "b", "m": 1}]:
+        text = json.dumps(value, separators=(",", ":"))
+        if strict:  # may be narrower (undeclared properties), never wider
+            assert not accepts(start, text) or is_valid(schema, value), (schema, text)
+        else:
+            assert accepts(start, text) == is_valid(schema, value), (schema, text)
+
+
 def test_containers_without_keywords_share_one_rule():
     text = str(xgr2.Grammar.from_json_schema({"anyOf": [{"not": {"type": "string"}}, {"type": ["array", "null"]}]}))
     assert text.count("any_array ::=") == 1 and text.count("any_object ::=") == 1
@@ -220,7 +247,7 @@ def test_containers_without_keywords_share_one_rule():
 
 
 # ------------------------------------------------------------ JSON text of Python values
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import example, given, settings, strategies as st  # noqa: E402
 
 from xgr2 import _core  # noqa: E402
 
@@ -240,6 +267,8 @@ def _no_lone_surrogate(value):
 
 @settings(max_examples=300, deadline=None)
 @given(JSON_VALUES)
+@example({"k\"\\\x00\x1f\x7f\u2028\u00e9\U0001F600": ["\n\t\b\f\r", -0.0, 1e16, 5e-324, 1e308, -1, 0,
+                                                       2**63 - 1, 2**63, -2**63, -2**63 - 1, 10**40, ()]})
 def test_json_text_of_python_values_reads_back_as_json_dumps_does(value):
     """Schemas given as dicts are written as JSON in C++ (_core.json_text), not by json.dumps."""
     text = _core.json_text(value)
@@ -254,12 +283,27 @@ class _Str(str):
     pass
 
 
+class _Int(int):
+    pass
+
+
+_cycle: list = [1]
+_cycle.append({"again": _cycle})
+
+
 @pytest.mark.parametrize("value", [
-    {1: "a"}, {None: 1}, float("nan"), [float("inf")], {"a": {1, 2}}, _Str("x"), {"k": _Str("v")},
-    "lone \ud800", {"deep": json.loads("[" * 600 + "]" * 600)},
+    {1: "a"}, {None: 1}, float("nan"), [float("inf")], {"a": {1, 2}}, _Str("x"), {"k": _Str("v")}, [_Int(3)],
+    collections.OrderedDict(a=1), "lone \ud800", "pair as two \ud83d\ude00", {"deep": json.loads("[" * 600 + "]" * 600)},
+    _cycle,
 ])
 def test_json_text_leaves_other_values_to_json_dumps(value):
     assert _core.json_text(value) is None
+
+
+def test_json_text_sees_a_cycle_at_its_first_revisit():
+    big = {"big": list(range(100_000))}
+    big["self"] = big
+    assert _core.json_text(big) is None  # at once: not 512 copies of the list first
 
 
 def test_schemas_json_dumps_refuses_stay_schema_errors():

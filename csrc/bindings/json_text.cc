@@ -7,9 +7,11 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -17,13 +19,14 @@ using namespace nb::literals;
 namespace xgr2 {
 namespace {
 
-// Deeper than this is left to json.dumps (which reports a circular reference).
+// Deeper than this is left to json.dumps: a bound on C++ frames.
 constexpr int kMaxDepth = 512;
 
 class PyJsonWriter {
  public:
   // False: a value this writer leaves to json.dumps (another type, a key that is not a
-  // string, NaN or infinity, a string with a lone surrogate, nesting past kMaxDepth), so
+  // string, NaN or infinity, a string with a lone surrogate, a cycle, nesting past
+  // kMaxDepth), so
   // that every message and conversion stays json.dumps's own.
   bool Write(PyObject* v, int depth) {
     if (depth > kMaxDepth) return false;
@@ -41,6 +44,21 @@ class PyJsonWriter {
       if (!std::isfinite(PyFloat_AS_DOUBLE(v))) return false;  // allow_nan=False
       return Repr(v);  // float's repr, as json.dumps writes it
     }
+    if (PyDict_CheckExact(v) || PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
+      // A container met again on its own path is a cycle: json.dumps names it.
+      if (std::find(path_.begin(), path_.end(), v) != path_.end()) return false;
+      path_.push_back(v);
+      bool ok = Container(v, depth);
+      path_.pop_back();
+      return ok;
+    }
+    return false;
+  }
+
+  std::string& text() { return out_; }
+
+ private:
+  bool Container(PyObject* v, int depth) {
     if (PyDict_CheckExact(v)) {
       out_ += '{';
       PyObject *key, *value;
@@ -57,41 +75,32 @@ class PyJsonWriter {
       out_ += '}';
       return true;
     }
-    if (PyList_CheckExact(v) || PyTuple_CheckExact(v)) {
-      out_ += '[';
-      Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
-      PyObject** items = PySequence_Fast_ITEMS(v);
-      for (Py_ssize_t i = 0; i < n; ++i) {
-        if (i) out_ += ", ";
-        if (!Write(items[i], depth + 1)) return false;
-      }
-      out_ += ']';
-      return true;
+    out_ += '[';  // an exact list or tuple
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    PyObject** items = PySequence_Fast_ITEMS(v);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (i) out_ += ", ";
+      if (!Write(items[i], depth + 1)) return false;
     }
-    return false;
+    out_ += ']';
+    return true;
   }
 
-  std::string& text() { return out_; }
-
- private:
   bool Put(const std::string& s) {
     out_ += s;
     return true;
   }
 
   bool Repr(PyObject* v) {
-    PyObject* r = PyObject_Repr(v);
-    if (!r) {
+    nb::object r = nb::steal(PyObject_Repr(v));  // released however this returns
+    Py_ssize_t n = 0;
+    const char* s = r ? PyUnicode_AsUTF8AndSize(r.ptr(), &n) : nullptr;
+    if (!s) {  // an int past Python's digit limit: json.dumps raises the same error
       PyErr_Clear();
       return false;
     }
-    Py_ssize_t n = 0;
-    const char* s = PyUnicode_AsUTF8AndSize(r, &n);
-    bool ok = s != nullptr;
-    if (ok) out_.append(s, static_cast<size_t>(n));
-    Py_DECREF(r);
-    if (!ok) PyErr_Clear();
-    return ok;
+    out_.append(s, static_cast<size_t>(n));
+    return true;
   }
 
   // The UTF-8 of the string with `"`, `\` and control characters escaped; characters
@@ -131,6 +140,7 @@ class PyJsonWriter {
   }
 
   std::string out_;
+  std::vector<PyObject*> path_;  // the containers being written, outermost first
 };
 
 }  // namespace

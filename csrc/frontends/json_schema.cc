@@ -2204,8 +2204,10 @@ class SchemaCompiler {
 
   template <size_t N>
   static bool HasAny(const JsonValue& s, const char* const (&keys)[N]) {
-    for (const char* k : keys) {
-      if (s.Find(k)) return true;
+    for (const auto& member : s.members) {  // one pass, no key strings built
+      for (const char* k : keys) {
+        if (member.first == k) return true;
+      }
     }
     return false;
   }
