@@ -289,16 +289,20 @@ def _metaschemas_named(text: str, given: "set[str]") -> list[tuple[str, str]]:
     return out
 
 
+def _dumps(value: Any) -> str:
+    """``json.dumps(value, allow_nan=False)``, written in C++ where it can be (json.dumps of
+    a large schema cost more than compiling it); raises json.dumps's errors."""
+    text = _core.json_text(value)
+    return text if text is not None else json.dumps(value, allow_nan=False)
+
+
 def _json_text(value: Any, error: type[SchemaError] | type[StructuralTagError], what: str) -> str:
     """``value`` as JSON text (a str is taken as JSON text already); a value JSON cannot
     hold (NaN, a set, ...) is ``error`` with an empty pointer."""
     if isinstance(value, str):
         return value
-    text = _core.json_text(value)  # in C++: json.dumps cost more than compiling a large schema
-    if text is not None:
-        return text
     try:
-        return json.dumps(value, allow_nan=False)
+        return _dumps(value)
     except (TypeError, ValueError) as e:
         raise error(f"{what} is not JSON-serializable: {e}", "") from None
 

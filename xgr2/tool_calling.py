@@ -51,9 +51,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
-from . import _core
 from ._errors import ToolCallingError
-from ._grammar import Grammar
+from ._grammar import Grammar, _dumps
 from ._special_delimiters import with_special_tokens
 from ._tokenizer import TokenizerInfo
 from ._tool_call_parsing import ToolCall, parse_calls
@@ -460,12 +459,10 @@ def _grammar(family: str, tools: Sequence[Mapping[str, Any]], tool_choice: ToolC
              reasoning: bool, tokenizer_info: TokenizerInfo | None) -> Grammar:
     spec = structural_tag(family, tools, tool_choice, parallel_tool_calls=parallel_tool_calls, reasoning=reasoning,
                           tokenizer_info=tokenizer_info)
-    text = _core.json_text(spec)  # the text from_structural_tag would make (C++: json.dumps is slower)
-    if text is None:
-        try:
-            text = json.dumps(spec, allow_nan=False)
-        except (TypeError, ValueError):  # not JSON: let the front end name the bad field
-            return Grammar.from_structural_tag(spec)
+    try:
+        text = _dumps(spec)  # the text from_structural_tag would make
+    except (TypeError, ValueError):  # not JSON: let the front end name the bad field
+        return Grammar.from_structural_tag(spec)
     return _grammar_from_spec_text(text)
 
 

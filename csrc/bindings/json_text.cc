@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/json.h"
+
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -103,8 +105,7 @@ class PyJsonWriter {
     return true;
   }
 
-  // The UTF-8 of the string with `"`, `\` and control characters escaped; characters
-  // from U+007F on are written raw (JSON allows it; json.dumps escapes them instead).
+  // The UTF-8 of the string, escaped as JSON (support/json.h).
   bool String(PyObject* s) {
     Py_ssize_t n = 0;
     const char* p = PyUnicode_AsUTF8AndSize(s, &n);
@@ -112,30 +113,7 @@ class PyJsonWriter {
       PyErr_Clear();
       return false;
     }
-    out_ += '"';
-    static const char kHex[] = "0123456789abcdef";
-    size_t run = 0;  // start of the pending raw run
-    for (Py_ssize_t i = 0; i < n; ++i) {
-      unsigned char c = static_cast<unsigned char>(p[i]);
-      if (c >= 0x20 && c != '"' && c != '\\') continue;
-      out_.append(p + run, static_cast<size_t>(i) - run);
-      run = static_cast<size_t>(i) + 1;
-      switch (c) {
-        case '"': out_ += "\\\""; break;
-        case '\\': out_ += "\\\\"; break;
-        case '\n': out_ += "\\n"; break;
-        case '\r': out_ += "\\r"; break;
-        case '\t': out_ += "\\t"; break;
-        case '\b': out_ += "\\b"; break;
-        case '\f': out_ += "\\f"; break;
-        default:
-          out_ += "\\u00";
-          out_ += kHex[c >> 4];
-          out_ += kHex[c & 15];
-      }
-    }
-    out_.append(p + run, static_cast<size_t>(n) - run);
-    out_ += '"';
+    AppendJsonString(std::string_view(p, static_cast<size_t>(n)), &out_);
     return true;
   }
 

@@ -2030,12 +2030,8 @@ class SchemaCompiler {
         alts.push_back(KeyNotIn(strings));
       }
     }
-    if (types.count("array")) {
-      alts.push_back(HasAny(s, kArrayKeywords) ? ArrayExpr(s, ptr, depth) : AnyContainer('[', depth));
-    }
-    if (types.count("object")) {
-      alts.push_back(HasAny(s, kObjectKeywords) ? ObjectExpr(s, ptr, depth) : AnyContainer('{', depth));
-    }
+    if (types.count("array")) alts.push_back(ArrayValue(s, ptr, depth));
+    if (types.count("object")) alts.push_back(ObjectValue(s, ptr, depth));
     alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
     if (alts.empty()) return Nothing(&b_);
     return b_.Choice(alts);
@@ -2183,12 +2179,8 @@ class SchemaCompiler {
       alts.push_back(NumberExpr(s, true, ptr));
     }
     if (types.count("string")) alts.push_back(StringExpr(s, ptr));
-    if (types.count("array")) {
-      alts.push_back(HasAny(s, kArrayKeywords) ? ArrayExpr(s, ptr, depth) : AnyContainer('[', depth));
-    }
-    if (types.count("object")) {
-      alts.push_back(HasAny(s, kObjectKeywords) ? ObjectExpr(s, ptr, depth) : AnyContainer('{', depth));
-    }
+    if (types.count("array")) alts.push_back(ArrayValue(s, ptr, depth));
+    if (types.count("object")) alts.push_back(ObjectValue(s, ptr, depth));
     alts.erase(std::remove(alts.begin(), alts.end(), -1), alts.end());
     if (alts.empty()) return Nothing(&b_);
     return b_.Choice(alts);
@@ -2210,6 +2202,15 @@ class SchemaCompiler {
       }
     }
     return false;
+  }
+
+  // The arrays / objects `s` allows: its own automaton when it has a keyword of that kind,
+  // else the shared one (AnyContainer).
+  int32_t ArrayValue(const JsonValue& s, const std::string& ptr, int depth) {
+    return HasAny(s, kArrayKeywords) ? ArrayExpr(s, ptr, depth) : AnyContainer('[', depth);
+  }
+  int32_t ObjectValue(const JsonValue& s, const std::string& ptr, int depth) {
+    return HasAny(s, kObjectKeywords) ? ObjectExpr(s, ptr, depth) : AnyContainer('{', depth);
   }
 
   // An array or object with no keyword of its kind (`{"type": "array"}`, the arrays of

@@ -235,38 +235,12 @@ class JsonReader {
   size_t p_ = 0;
 };
 
-void DumpString(const std::string& s, std::string* out) {
-  static const char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  for (char ch : s) {
-    uint8_t c = static_cast<uint8_t>(ch);
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          *out += "\\u00";
-          out->push_back(kHex[c >> 4]);
-          out->push_back(kHex[c & 15]);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
-
 void Dump(const JsonValue& v, std::string* out) {
   switch (v.kind) {
     case JsonValue::Kind::kNull: *out += "null"; return;
     case JsonValue::Kind::kBool: *out += v.boolean ? "true" : "false"; return;
     case JsonValue::Kind::kNumber: *out += v.text; return;
-    case JsonValue::Kind::kString: DumpString(v.text, out); return;
+    case JsonValue::Kind::kString: AppendJsonString(v.text, out); return;
     case JsonValue::Kind::kArray:
       out->push_back('[');
       for (size_t i = 0; i < v.items.size(); ++i) {
@@ -279,7 +253,7 @@ void Dump(const JsonValue& v, std::string* out) {
       out->push_back('{');
       for (size_t i = 0; i < v.members.size(); ++i) {
         if (i) out->push_back(',');
-        DumpString(v.members[i].first, out);
+        AppendJsonString(v.members[i].first, out);
         out->push_back(':');
         Dump(v.members[i].second, out);
       }
@@ -299,6 +273,33 @@ const JsonValue* JsonValue::Find(const std::string& key) const {
 }
 
 JsonValue ParseJson(const std::string& text) { return JsonReader(text).Document(); }
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  static const char kHex[] = "0123456789abcdef";
+  out->push_back('"');
+  size_t run = 0;  // start of the raw run not yet appended
+  for (size_t i = 0; i < s.size(); ++i) {
+    uint8_t c = static_cast<uint8_t>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      default:
+        *out += "\\u00";
+        out->push_back(kHex[c >> 4]);
+        out->push_back(kHex[c & 15]);
+    }
+  }
+  out->append(s.data() + run, s.size() - run);
+  out->push_back('"');
+}
 
 std::string DumpJson(const JsonValue& v) {
   std::string out;

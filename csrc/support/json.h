@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,10 @@ std::string JsonPointerToken(const std::string& key);
 // Compact JSON text of a value (the form json.dumps(..., separators=(",", ":"),
 // ensure_ascii=False) writes; numbers as written).
 std::string DumpJson(const JsonValue& v);
+
+// Appends `s` (UTF-8) as a JSON string: `"`, `\` and control characters escaped as
+// json.dumps escapes them, everything else raw.
+void AppendJsonString(std::string_view s, std::string* out);
 
 // Whether two values are equal as JSON Schema compares them (numbers by value: 1 == 1.0).
 bool JsonEqual(const JsonValue& a, const JsonValue& b);
