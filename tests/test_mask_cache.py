@@ -299,6 +299,27 @@ def test_node_masks_are_shared_past_bytes_the_walk_never_asked():
     assert misses[2] > 0
 
 
+def test_a_walk_stored_under_another_index_key_is_found_the_next_time():
+    # From the node after "[", the walk reaches the nodes after "a" and after "q" but
+    # asks them nothing (no token is longer than a byte). The lookup index is the ball
+    # of radius 1, which also holds the edge after "q" ("x" or "y"): the first two
+    # grammars have different index keys and the same walk. The second finds nothing
+    # under its index key and walks; the third (its structure, something else further
+    # on) must then find that walk, not walk again. Each mask is exact.
+    vocab = [bytes([b]) for b in range(32, 127)]
+    tok = xgr2.TokenizerInfo(vocab)
+    grammars = [f'root ::= "[" ("a" | "q" "{c}") "1" "{end}"' for c, end in (("x", "2"), ("y", "2"), ("y", "3"))]
+    misses = []
+    for text in grammars:
+        expected = full_walk(text, tok).initial_state().advance_text("[").bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text("[")
+        before = tok.cross_grammar_cache_info()
+        assert np.array_equal(state.bitmask(), expected), text
+        misses.append(tok.cross_grammar_cache_info().misses - before.misses)
+    assert misses[0] > 0 and misses[1] > 0
+    assert misses[2] == 0
+
+
 def random_record_grammar(rng):
     """A JSON-like record grammar: whitespace runs of random bounds, short keys over a
     small alphabet and a few value kinds, so that many grammars share structure up to

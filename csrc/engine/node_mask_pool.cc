@@ -93,8 +93,13 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
                                                    int64_t bytes) {
   std::string index_key = FullKey(Kind::kReachIndex, core);
   std::lock_guard<std::mutex> lock(mu_);
-  if (Value found = FindLocked(full)) return found;
+  // The walk may have been stored already under another core: the ball around a node
+  // holds edges no walk from it reads, so two structures that differ only there (a
+  // dead end next to the node) reach the same key. Index it under this core too, or
+  // every lookup here misses it and walks again.
+  Value found = FindLocked(full);
   auto keys = std::static_pointer_cast<const KeyList>(FindLocked(index_key));
+  if (found && keys && std::find(keys->begin(), keys->end(), full) != keys->end()) return found;
   // Newest first: a workload going through many structures of one core (schemas whose
   // keys differ past the first bytes) most likely meets the recent ones again.
   auto grown = std::make_shared<KeyList>();
@@ -107,6 +112,7 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
   }
   EraseLocked(index_key);  // replaced: the index entries are immutable like the rest
   InsertLocked(index_key, std::move(grown), index_bytes);
+  if (found) return found;
   InsertLocked(std::move(full), value, bytes);
   return value;
 }
