@@ -196,6 +196,29 @@ void EarleyParser::Close(EarleySet* out) {
   }
 }
 
+void SameStepRun(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte, int* lo, int* hi) {
+  int l = 0, h = 255;
+  for (const EarleyItem& it : set.items) {
+    int gap_lo = 0;  // the edges are sorted by lo and disjoint: find byte's edge or gap
+    for (int32_t e = fsm.edge_begin[it.node]; e < fsm.rule_edge_begin[it.node]; ++e) {
+      const FsmEdge& edge = fsm.edges[e];
+      if (byte < edge.lo) {
+        h = std::min(h, edge.lo - 1);
+        break;
+      }
+      if (byte <= edge.hi) {
+        gap_lo = edge.lo;
+        h = std::min<int>(h, edge.hi);
+        break;
+      }
+      gap_lo = edge.hi + 1;
+    }
+    l = std::max(l, gap_lo);
+    if (l == h) break;  // just `byte` (a keyword's letter): the other items cannot widen it
+  }
+  *lo = l, *hi = h;
+}
+
 bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out) {
   // The sets reachable through item origins, numbered in discovery order, each with its
   // items (node, origin number) and whether it is the initial set: all that a parse

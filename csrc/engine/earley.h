@@ -55,6 +55,12 @@ int64_t ReachableSetBytes(const EarleySet& set);
 // continuation. False, leaving *out unspecified, past `max_items` items.
 bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out);
 
+// The bytes [*lo, *hi] around `byte` on which every item's node of `set` goes where it
+// goes on `byte` (or nowhere alike): a step on any of them gives the same set. Inside
+// a string or free text that is the whole run of plain characters, which a walk would
+// otherwise parse once per byte.
+void SameStepRun(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte, int* lo, int* hi);
+
 // An item of an origin set waiting for `rule`: completing the rule there goes on at
 // `target` with `origin`.
 struct EarleyCaller {
@@ -125,11 +131,18 @@ class EarleyParser {
   // Code that reads the automata itself during a tracked walk must record the read
   // too (ReadAllByteEdges): a key that leaves out a read shares walks unsoundly.
   void TrackReach(NodeSet* reached) { reached_ = reached; }
+  bool TracksReach() const { return reached_ != nullptr; }
   // Records that the walk read every byte edge of `set`'s items' nodes (a caller that
   // looks at the edges itself, such as a slice's byte runs).
   void ReadAllByteEdges(const EarleySet& set) {
     if (!reached_) return;
     for (const EarleyItem& it : set.items) reached_->AskAll(it.node);
+  }
+  // Records that the walk stepped `set` on `byte` without scanning it: a memo reused
+  // the step of another byte of the same run (SameStepRun), as a scan would ask.
+  void AskItems(const EarleySet& set, uint8_t byte) {
+    if (!reached_) return;
+    for (const EarleyItem& it : set.items) reached_->Ask(it.node, byte);
   }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);

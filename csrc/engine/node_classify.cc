@@ -106,6 +106,17 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
 
 bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   if (memo_allowed_ && !memo_started_) StartMemo();
+  if (pair_id_[d] >= 0 && StateMemo::IsUnasked(pairs_[pair_id_[d]]->next[byte])) {  // filled in from a run
+    if (inner_[d]) parser_.AskItems(*inner_[d], byte);
+    if (outer_[d]) parser_.AskItems(*outer_[d], byte);
+    Pair& from = *pairs_[pair_id_[d]];
+    int32_t to = from.next[byte] = StateMemo::Unasked(from.next[byte]);
+    inner_[d + 1] = pairs_[to]->inner;
+    outer_[d + 1] = pairs_[to]->outer;
+    pair_id_[d + 1] = to;
+    assumed_[d + 1] = assumed_[d] || ((from.assumed[byte >> 6] >> (byte & 63)) & 1);
+    return true;
+  }
   const EarleySet* in = nullptr;
   const EarleySet* out = nullptr;
   const EarleySet* advanced = nullptr;  // the outer parse's own step, before a join
@@ -131,8 +142,18 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   assumed_[d + 1] = assumed_[d] || generic_hit_;
   int32_t to = j >= 0 ? InternPair(in, out, out != advanced ? advanced : nullptr) : -1;
   if (to >= 0) {
-    if (generic_hit_) pairs_[j]->assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
-    pairs_[j]->next[byte] = to;
+    Pair& from = *pairs_[j];
+    if (generic_hit_) from.assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
+    from.next[byte] = to;
+    // The other bytes of the run that steps both parses alike go where this one went.
+    int lo = 0, hi = 255;
+    for (const EarleySet* s : {inner_[d], outer_[d]}) {
+      if (!s || lo == hi) continue;
+      int l, h;
+      SameStepRun(parser_.fsm(), *s, byte, &l, &h);
+      lo = std::max(lo, l), hi = std::min(hi, h);
+    }
+    if (lo < hi) FillRunSteps(from.next, from.assumed, lo, hi, to, generic_hit_, parser_.TracksReach());
     in = pairs_[to]->inner;
     out = pairs_[to]->outer;
   }

@@ -130,7 +130,7 @@ class ContextWalk {
     const EarleySet* inner;
     const EarleySet* outer;
     std::array<int32_t, 256> next;
-    std::array<uint64_t, 4> assumed{};  // per byte: that step went on in an assumed context
+    ByteBits assumed{};  // per byte: that step went on in an assumed context
   };
   bool StepParsing(size_t d, uint8_t byte);
   // Starts the memo (at the first step, so a walk that never parses interns nothing).

@@ -50,6 +50,16 @@ void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {
   if (ended) s.ended[byte >> 6] |= uint64_t{1} << (byte & 63);
 }
 
+void FillRunSteps(std::array<int32_t, 256>& next, ByteBits& flagged, int lo, int hi, int32_t to, bool flag,
+                  bool unasked) {
+  const int32_t step = unasked ? StateMemo::Unasked(to) : to;
+  for (int b = lo; b <= hi; ++b) {
+    if (next[b] != StateMemo::kUnknown) continue;
+    next[b] = step;
+    if (flag) flagged[b >> 6] |= uint64_t{1} << (b & 63);
+  }
+}
+
 MemoPath::MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
                    bool* ended, bool memo)
     : parser_(parser),
@@ -76,6 +86,14 @@ void MemoPath::Start(size_t d) {
 bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
   if (memo_allowed_ && !memo_started_) Start(d);
   int32_t id = id_[d];
+  if (id >= 0 && StateMemo::IsUnasked(memo_.Next(id, byte))) {  // filled in from a run
+    parser_.AskItems(*path_[d], byte);
+    int32_t to = memo_.TakeUnasked(id, byte);
+    if (ended_now) *ended_now = memo_.Ended(id, byte);
+    path_[d + 1] = &memo_.Set(to);
+    id_[d + 1] = to;
+    return true;
+  }
   EarleySet* next = scratch_[d + 1];
   *ended_ = false;
   if (!parser_.Advance(*path_[d], byte, next)) {
@@ -85,7 +103,12 @@ bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
   if (ended_now) *ended_now = *ended_;
   // Only a step from an interned state is interned: its origins are then interned too.
   int32_t to = id >= 0 ? memo_.Intern(*next) : -1;
-  if (to >= 0) memo_.SetNext(id, byte, to, *ended_);
+  if (to >= 0) {
+    memo_.SetNext(id, byte, to, *ended_);
+    int lo, hi;
+    SameStepRun(parser_.fsm(), *path_[d], byte, &lo, &hi);
+    if (lo < hi) memo_.SetRun(id, lo, hi, to, *ended_, parser_.TracksReach());
+  }
   path_[d + 1] = to >= 0 ? &memo_.Set(to) : next;
   id_[d + 1] = to;
   return true;

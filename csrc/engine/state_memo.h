@@ -18,10 +18,25 @@
 
 namespace xgr2 {
 
+// Per-byte bits of a memoized state's steps.
+using ByteBits = std::array<uint64_t, 4>;
+
+// Sets the steps of the bytes [lo, hi] not yet known (StateMemo::kUnknown in `next`)
+// to `to`, the step just parsed on one byte of a run that steps the state alike
+// (SameStepRun), and marks them in `flagged` when `flag`. With `unasked`, they are
+// stored as StateMemo::Unasked(to): the walk must record the read at their first use.
+void FillRunSteps(std::array<int32_t, 256>& next, ByteBits& flagged, int lo, int hi, int32_t to, bool flag,
+                  bool unasked);
+
 class StateMemo {
  public:
   static constexpr int32_t kDead = -1;
   static constexpr int32_t kUnknown = -2;
+  // A step to `to` filled in from a run (FillRunSteps) and not used since: the walk
+  // has not read the items' edges on that byte yet (a scan would have, and a
+  // cross-grammar key must hold what the walk relied on).
+  static constexpr int32_t Unasked(int32_t to) { return -3 - to; }
+  static constexpr bool IsUnasked(int32_t step) { return step <= -3; }
 
   // A walk interns at most this many states (about 1 KiB each), of at most this many
   // items; past that it steps by parsing.
@@ -49,12 +64,23 @@ class StateMemo {
   int32_t Next(int32_t id, uint8_t byte) const { return states_[id]->next[byte]; }
   bool Ended(int32_t id, uint8_t byte) const { return (states_[id]->ended[byte >> 6] >> (byte & 63)) & 1; }
   void SetNext(int32_t id, uint8_t byte, int32_t to, bool ended);
+  // The step on every other byte of [lo, hi] not yet known is the step just made on a
+  // byte of that run (SameStepRun): parsed once, not once per character.
+  void SetRun(int32_t id, int lo, int hi, int32_t to, bool ended, bool unasked) {
+    State& s = *states_[id];
+    FillRunSteps(s.next, s.ended, lo, hi, to, ended, unasked);
+  }
+  // An Unasked step of `byte`, now used: the plain step from now on.
+  int32_t TakeUnasked(int32_t id, uint8_t byte) {
+    int32_t& step = states_[id]->next[byte];
+    return step = Unasked(step);  // Unasked is its own inverse
+  }
 
  private:
   struct State {
     EarleySet set;
     std::array<int32_t, 256> next;
-    std::array<uint64_t, 4> ended{};
+    ByteBits ended{};
   };
   std::vector<std::unique_ptr<State>> states_;
   std::unordered_map<std::string, int32_t> by_key_;
