@@ -62,7 +62,9 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
   bool same_first = first.ascii == loop.ascii;
   std::vector<std::unique_ptr<EarleySet>> owned;  // sets the pairs' items may point into
   std::vector<Pair> pairs{{0, same_first, &start, start_sig}};
+  pairs.reserve(kMaxPairs);
   std::string sig;
+  std::unique_ptr<EarleySet> out;  // the next step's set, kept only when it is a new pair
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair from = pairs[i];
     auto slice_step = [&](int b) {
@@ -78,7 +80,7 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
       for (end = b + 1; end < 256 && !cut[end] && (!slice_cut[end] || slice_step(end) == next);) ++end;
       if (next < 0) continue;
       bool began = from.began || next == 0;
-      auto out = std::make_unique<EarleySet>();
+      if (!out) out = std::make_unique<EarleySet>();
       if (!parser.Advance(*from.set, static_cast<uint8_t>(b), out.get())) return false;
       if (!ParseSignature(*out, kMaxItems, &sig)) return false;
       bool seen = false;
@@ -92,27 +94,33 @@ bool Loops(EarleyParser& parser, const EarleySet& start, const std::string& star
   return true;
 }
 
-// The ASCII bytes that `set` can scan, with the signatures of the states they lead to
-// ("" for a state too large to sign).
-std::vector<std::pair<uint8_t, std::string>> AsciiSteps(EarleyParser& parser, const EarleySet& set) {
-  std::vector<std::pair<uint8_t, std::string>> steps;
-  std::array<bool, 257> cut = ByteCuts(parser, set);
-  EarleySet out;
+// A run of ASCII bytes that step a state alike, and the signature of the state they
+// lead to ("" for a state too large to sign).
+struct AsciiRun {
+  int lo, hi;
   std::string sig;
+};
+
+// The runs of ASCII bytes that `set` can scan.
+std::vector<AsciiRun> AsciiSteps(EarleyParser& parser, const EarleySet& set) {
+  std::vector<AsciiRun> runs;
+  std::array<bool, 257> cut = ByteCuts(parser, set);
+  thread_local EarleySet out;
   for (int b = 0, end; b < 0x80; b = end) {  // one step per run of bytes that behave alike
     for (end = b + 1; end < 0x80 && !cut[end];) ++end;
     if (!parser.Advance(set, static_cast<uint8_t>(b), &out)) continue;
-    if (!ParseSignature(out, kMaxItems, &sig)) sig.clear();
-    for (int c = b; c < end; ++c) steps.emplace_back(static_cast<uint8_t>(c), sig);
+    runs.push_back({b, end - 1, {}});
+    if (!ParseSignature(out, kMaxItems, &runs.back().sig)) runs.back().sig.clear();
   }
-  return steps;
+  return runs;
 }
 
-// The ASCII bytes among `steps` that lead to `sig`.
-SliceClass BytesTo(const std::vector<std::pair<uint8_t, std::string>>& steps, const std::string& sig) {
+// The ASCII bytes among `runs` that lead to `sig`.
+SliceClass BytesTo(const std::vector<AsciiRun>& runs, const std::string& sig) {
   SliceClass cls;
-  for (const auto& [b, s] : steps) {
-    if (!sig.empty() && s == sig) cls.AddAscii(b);
+  for (const AsciiRun& run : runs) {
+    if (sig.empty() || run.sig != sig) continue;
+    for (int b = run.lo; b <= run.hi; ++b) cls.AddAscii(static_cast<uint8_t>(b));
   }
   return cls;
 }
@@ -139,7 +147,7 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
   if (scannable < kMinSliceAscii) return {};
   std::string start_sig;
   if (!ParseSignature(start, kMaxItems, &start_sig)) return {};
-  std::vector<std::pair<uint8_t, std::string>> steps = AsciiSteps(parser, start);
+  std::vector<AsciiRun> steps = AsciiSteps(parser, start);
   // The class: the bytes that lead back to `start` (inside a string, free text). Or
   // else the class that the state most bytes lead to loops on, its tokens accepted
   // from `start` when their first byte leads there (free text after a partial trigger
@@ -147,22 +155,22 @@ SliceUse LoopingSlice(EarleyParser& parser, const TokenizerInfo& tok, const Earl
   SliceClass first = BytesTo(steps, start_sig);
   SliceClass loop = first;
   if (first.NumAscii() < kMinSliceAscii) {
-    std::vector<std::string> sigs;
-    for (const auto& step : steps) sigs.push_back(step.second);
-    std::sort(sigs.begin(), sigs.end());
-    std::string common;
-    size_t most = 0;
-    for (size_t i = 0, j; i < sigs.size(); i = j) {
-      for (j = i; j < sigs.size() && sigs[j] == sigs[i]; ++j) {}
-      if (!sigs[i].empty() && j - i > most) most = j - i, common = sigs[i];
+    // The signature the most bytes lead to (a few runs: counted pairwise).
+    const std::string* common = nullptr;
+    int most = 0;
+    for (const AsciiRun& run : steps) {
+      if (run.sig.empty()) continue;
+      int bytes = 0;
+      for (const AsciiRun& other : steps) bytes += other.sig == run.sig ? other.hi - other.lo + 1 : 0;
+      if (bytes > most) most = bytes, common = &run.sig;
     }
-    if (most < static_cast<size_t>(kMinSliceAscii)) return {};
-    first = BytesTo(steps, common);
+    if (most < kMinSliceAscii) return {};
+    first = BytesTo(steps, *common);
     EarleySet there;
     uint8_t b = 0;
     while (!first.HasAscii(b)) ++b;
     parser.Advance(start, b, &there);
-    loop = BytesTo(AsciiSteps(parser, there), common);
+    loop = BytesTo(AsciiSteps(parser, there), *common);
     for (int w = 0; w < 2; ++w) first.ascii[w] &= loop.ascii[w];
     if (first.NumAscii() < kMinSliceAscii) return {};
   }
