@@ -27,6 +27,14 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const Toke
     std::sort(t.begin(), t.end());
     t.erase(std::unique(t.begin(), t.end()), t.end());
   }
+  wide_loop_.resize(fsm_.rule_start.size());
+  for (size_t r = 0; r < wide_loop_.size(); ++r) {
+    int32_t start = fsm_.rule_start[r], looping = 0;
+    for (int32_t e = fsm_.edge_begin[start]; e < fsm_.rule_edge_begin[start]; ++e) {
+      if (fsm_.edges[e].target == start) looping += fsm_.edges[e].hi - fsm_.edges[e].lo + 1;
+    }
+    wide_loop_[r] = looping >= kWideLoopBytes;
+  }
 }
 
 TokenMaskCache::~TokenMaskCache() {
@@ -149,12 +157,45 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // part of the closure of the kernel item that predicted it, and a node's mask is
   // computed from its whole closure. In the initial set the kernel is the root's start.
   // Items differing only in origin share a node mask but not their context.
+  //
+  // Except an item whose node only calls rules that loop over a wide class at their
+  // start (a JSON string value after its opening quote calls the string's content):
+  // every token goes on from it through the
+  // callees' starts, predicted here, or (for a nullable callee) from the node after the
+  // call, a kernel item itself. Those starts stand for it: their classifications are
+  // the callees' own, the same in every grammar, and what crosses their end is decided
+  // in this context (ContextIn with this set as origin, whose waiting items are the
+  // call's). The node's own classification would walk the callee again for every call
+  // site, and share it with no other. One level: a start is taken whatever it calls.
   thread_local std::vector<EarleyItem> kernel;
-  thread_local std::vector<int32_t> uncertain, run, merged;
+  thread_local std::vector<int32_t> uncertain, run, merged, promoted;
   kernel.clear();
+  promoted.clear();
   int32_t root_start = fsm_.rule_start[fsm_.root];
   for (const EarleyItem& it : set.items) {
-    if (it.origin != &set || (set.initial && it.node == root_start)) kernel.push_back(it);
+    if (it.origin == &set && !(set.initial && it.node == root_start)) continue;
+    const int32_t n = it.node;
+    if (fsm_.rule_edge_begin[n] != fsm_.edge_begin[n] || fsm_.rule_edge_begin[n] == fsm_.edge_begin[n + 1] ||
+        it.origin == &set) {
+      kernel.push_back(it);
+      continue;
+    }
+    bool all_wide = true;
+    for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) all_wide &= wide_loop_[fsm_.edges[e].rule];
+    if (!all_wide) {
+      kernel.push_back(it);
+      continue;
+    }
+    for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) promoted.push_back(fsm_.edges[e].rule);
+  }
+  if (!promoted.empty()) {
+    for (const EarleyItem& it : set.items) {
+      int32_t rule = fsm_.node_rule[it.node];
+      if (it.origin == &set && it.node == fsm_.rule_start[rule] &&
+          std::find(promoted.begin(), promoted.end(), rule) != promoted.end()) {
+        kernel.push_back(it);
+      }
+    }
   }
   for (const EarleyItem& it : kernel) Get(it.node).OrInto(words);
   // The tokens each item's callers' context accepts for certain; only the uncertain ones

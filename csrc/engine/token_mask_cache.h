@@ -101,6 +101,12 @@ class TokenMaskCache {
   const TokenizerInfo& tok_;
   std::shared_ptr<NodeMaskPool> pool_;
   std::vector<std::vector<int32_t>> call_targets_;  // per rule: nodes after its calls
+  // Per rule: its start loops back to itself on at least kWideLoopBytes byte values (a
+  // string's content, free text). A node that only calls such rules is not classified
+  // itself: the callees' starts stand for it (see FillBitmask). Elsewhere (a C
+  // expression calling its terms) the caller's own classification is the more precise.
+  static constexpr int kWideLoopBytes = 64;
+  std::vector<uint8_t> wide_loop_;
   int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   mutable std::shared_mutex context_mu_;  // guards the two maps below
