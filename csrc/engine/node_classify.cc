@@ -96,11 +96,13 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
     pair_by_ids_.erase(it);
     return -1;
   }
-  auto pair = std::make_unique<Pair>();
+  constexpr size_t kBlock = 16;  // pairs are allocated in blocks, like StateMemo's states
+  if (pairs_.size() % kBlock == 0) pair_blocks_.push_back(std::unique_ptr<Pair[]>(new Pair[kBlock]));
+  Pair* pair = &pair_blocks_.back()[pairs_.size() % kBlock];
   pair->inner = in ? &inner_memo_.Set(i) : nullptr;
   pair->outer = out ? &outer_memo_.Set(o) : nullptr;
   pair->next.fill(StateMemo::kUnknown);
-  pairs_.push_back(std::move(pair));
+  pairs_.push_back(pair);
   return it->second;
 }
 

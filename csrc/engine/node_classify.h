@@ -151,7 +151,8 @@ class ContextWalk {
   std::vector<const EarleySet*> inner_, outer_;
   bool memo_allowed_, memo_started_ = false;
   StateMemo inner_memo_, outer_memo_;
-  std::vector<std::unique_ptr<Pair>> pairs_;
+  std::vector<std::unique_ptr<Pair[]>> pair_blocks_;
+  std::vector<Pair*> pairs_;  // by id, in pair_blocks_
   std::unordered_map<uint64_t, int32_t> pair_by_ids_;
   std::vector<int32_t> pair_id_;  // per depth: the pair the path is at, or -1
   std::vector<uint8_t> assumed_;  // per depth: see Assumed()

@@ -1,15 +1,16 @@
 #include "engine/state_memo.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace xgr2 {
 
 int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   if (states_.size() >= kMaxStates || set.items.size() > kMaxItems) return -1;
-  // The key: the items with their origins as the interned sets they are (or stand for),
-  // 0 for `set` itself. Origins are canonical (interned, or outside the walk), so equal
-  // keys mean equal parses without looking further (ParseSignature would, at a cost
-  // that grows with the nesting).
+  // A state is its items with their origins as the interned sets they are (or stand
+  // for), null for `set` itself. Origins are canonical (interned, or outside the walk),
+  // so equal items mean equal parses without looking further (ParseSignature would, at
+  // a cost that grows with the nesting).
   auto origin_of = [&](const EarleySet* o) -> const EarleySet* {
     if (o == &set) return nullptr;
     for (const auto& [scratch, interned] : aliases) {
@@ -17,19 +18,39 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
     }
     return o;
   };
-  constexpr size_t kItemBytes = sizeof(int32_t) + sizeof(const EarleySet*);
-  key_.resize(1 + kItemBytes * set.items.size());
-  key_[0] = set.initial ? 'i' : 'n';
-  char* out = key_.data() + 1;
+  uint64_t hash = set.initial ? 0x243F6A8885A308D3ull : 0x13198A2E03707344ull;
   for (const EarleyItem& item : set.items) {
-    const EarleySet* origin = origin_of(item.origin);
-    std::memcpy(out, &item.node, sizeof(int32_t));
-    std::memcpy(out + sizeof(int32_t), &origin, sizeof(origin));
-    out += kItemBytes;
+    hash = (hash ^ static_cast<uint32_t>(item.node)) * 0x9E3779B97F4A7C15ull;
+    hash = (hash ^ reinterpret_cast<uintptr_t>(origin_of(item.origin))) * 0xBF58476D1CE4E5B9ull;
+    hash ^= hash >> 31;
   }
-  auto [it, fresh] = by_key_.emplace(key_, static_cast<int32_t>(states_.size()));
-  if (!fresh) return it->second;
-  auto state = std::make_unique<State>();
+  auto same = [&](const State& s) {
+    if (s.hash != hash || s.set.initial != set.initial || s.set.items.size() != set.items.size()) return false;
+    for (size_t k = 0; k < set.items.size(); ++k) {
+      const EarleyItem& have = s.set.items[k];
+      const EarleySet* origin = origin_of(set.items[k].origin);
+      if (have.node != set.items[k].node || have.origin != (origin ? origin : &s.set)) return false;
+    }
+    return true;
+  };
+  if (2 * (states_.size() + 1) > slots_.size()) {  // at most half full: grow and rehash
+    slots_.assign(std::max<size_t>(64, 2 * slots_.size()), -1);
+    for (size_t id = 0; id < states_.size(); ++id) {
+      size_t i = states_[id]->hash & (slots_.size() - 1);
+      while (slots_[i] >= 0) i = (i + 1) & (slots_.size() - 1);
+      slots_[i] = static_cast<int32_t>(id);
+    }
+  }
+  size_t i = hash & (slots_.size() - 1);
+  for (; slots_[i] >= 0; i = (i + 1) & (slots_.size() - 1)) {
+    if (same(*states_[slots_[i]])) return slots_[i];
+  }
+  // New: taken from a block of states (one allocation per kBlock, not per state; the
+  // step tables are left uninitialized until a state is taken).
+  constexpr size_t kBlock = 16;
+  if (states_.size() % kBlock == 0) blocks_.push_back(std::unique_ptr<State[]>(new State[kBlock]));
+  State* state = &blocks_.back()[states_.size() % kBlock];
+  state->hash = hash;
   state->next.fill(kUnknown);
   EarleySet& copy = state->set;
   copy.items = set.items;
@@ -40,8 +61,9 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   copy.next_bytes = set.next_bytes;
   copy.accepting = set.accepting;
   copy.initial = set.initial;
-  states_.push_back(std::move(state));
-  return it->second;
+  slots_[i] = static_cast<int32_t>(states_.size());
+  states_.push_back(state);
+  return slots_[i];
 }
 
 void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -84,10 +83,11 @@ class StateMemo {
     EarleySet set;
     std::array<int32_t, 256> next;
     ByteBits ended{};
+    uint64_t hash = 0;  // of the items, as Intern finds them
   };
-  std::vector<std::unique_ptr<State>> states_;
-  std::unordered_map<std::string, int32_t> by_key_;
-  std::string key_;  // scratch
+  std::vector<std::unique_ptr<State[]>> blocks_;  // the states, allocated in blocks
+  std::vector<State*> states_;                     // by id
+  std::vector<int32_t> slots_;                     // open addressing by State::hash; -1: empty
 };
 
 // One parse along a trie path, a state per depth, stepping by a StateMemo where the
