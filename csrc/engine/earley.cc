@@ -196,27 +196,45 @@ void EarleyParser::Close(EarleySet* out) {
   }
 }
 
-void SameStepRun(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte, int* lo, int* hi) {
-  int l = 0, h = 255;
-  for (const EarleyItem& it : set.items) {
-    int gap_lo = 0;  // the edges are sorted by lo and disjoint: find byte's edge or gap
-    for (int32_t e = fsm.edge_begin[it.node]; e < fsm.rule_edge_begin[it.node]; ++e) {
-      const FsmEdge& edge = fsm.edges[e];
-      if (byte < edge.lo) {
-        h = std::min(h, edge.lo - 1);
-        break;
+ByteSet SameStepBytes(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte) {
+  // States of a few items (strings, whitespace, numbers): every byte that each node
+  // sends where it sends `byte`, adjacent or not (the four bytes of a whitespace run).
+  // Larger ones (a C expression's): the interval around `byte` without an edge bound
+  // inside, found at a cost that stops early.
+  constexpr size_t kMaxItemsSwept = 4;
+  if (set.items.size() > kMaxItemsSwept) {
+    int lo = 0, hi = 255;
+    for (const EarleyItem& it : set.items) {
+      for (int32_t e = fsm.edge_begin[it.node]; e < fsm.rule_edge_begin[it.node]; ++e) {
+        const FsmEdge& edge = fsm.edges[e];
+        if (byte < edge.lo) {
+          hi = std::min(hi, edge.lo - 1);
+          break;
+        }
+        if (byte <= edge.hi) {
+          lo = std::max<int>(lo, edge.lo), hi = std::min<int>(hi, edge.hi);
+          break;
+        }
+        lo = std::max(lo, edge.hi + 1);
       }
-      if (byte <= edge.hi) {
-        gap_lo = edge.lo;
-        h = std::min<int>(h, edge.hi);
-        break;
-      }
-      gap_lo = edge.hi + 1;
+      if (lo == hi) break;  // just `byte` (a keyword's letter): nothing can widen it
     }
-    l = std::max(l, gap_lo);
-    if (l == h) break;  // just `byte` (a keyword's letter): the other items cannot widen it
+    ByteSet run{};
+    ByteSetAddRange(run, static_cast<uint8_t>(lo), static_cast<uint8_t>(hi));
+    return run;
   }
-  *lo = l, *hi = h;
+  ByteSet alike{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
+  for (const EarleyItem& it : set.items) {
+    // The node's bytes that go where `byte` goes: its edges to that target, or (where
+    // `byte` goes nowhere) the bytes outside all its edges.
+    const int32_t target = fsm.ByteTarget(it.node, byte);
+    ByteSet own{};
+    for (int32_t e = fsm.edge_begin[it.node]; e < fsm.rule_edge_begin[it.node]; ++e) {
+      if (fsm.edges[e].target == target || target < 0) ByteSetAddRange(own, fsm.edges[e].lo, fsm.edges[e].hi);
+    }
+    for (int w = 0; w < 4; ++w) alike[w] &= target < 0 ? ~own[w] : own[w];
+  }
+  return alike;
 }
 
 bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out) {

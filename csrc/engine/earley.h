@@ -55,11 +55,10 @@ int64_t ReachableSetBytes(const EarleySet& set);
 // continuation. False, leaving *out unspecified, past `max_items` items.
 bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out);
 
-// The bytes [*lo, *hi] around `byte` on which every item's node of `set` goes where it
-// goes on `byte` (or nowhere alike): a step on any of them gives the same set. Inside
-// a string or free text that is the whole run of plain characters, which a walk would
-// otherwise parse once per byte.
-void SameStepRun(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte, int* lo, int* hi);
+// The bytes on which every item's node of `set` goes where it goes on `byte` (or
+// nowhere alike): a step on any of them gives the same set. Inside a string or free
+// text that is every plain character, which a walk would otherwise parse once per byte.
+ByteSet SameStepBytes(const GrammarFsm& fsm, const EarleySet& set, uint8_t byte);
 
 // An item of an origin set waiting for `rule`: completing the rule there goes on at
 // `target` with `origin`.
@@ -139,7 +138,7 @@ class EarleyParser {
     for (const EarleyItem& it : set.items) reached_->AskAll(it.node);
   }
   // Records that the walk stepped `set` on `byte` without scanning it: a memo reused
-  // the step of another byte of the same run (SameStepRun), as a scan would ask.
+  // the step of another byte that steps alike (SameStepBytes), as a scan would ask.
   void AskItems(const EarleySet& set, uint8_t byte) {
     if (!reached_) return;
     for (const EarleyItem& it : set.items) reached_->Ask(it.node, byte);

@@ -147,15 +147,14 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
     Pair& from = *pairs_[j];
     if (generic_hit_) from.assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
     from.next[byte] = to;
-    // The other bytes of the run that steps both parses alike go where this one went.
-    int lo = 0, hi = 255;
+    // The other bytes that step both parses alike go where this one went.
+    ByteSet alike{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
     for (const EarleySet* s : {inner_[d], outer_[d]}) {
-      if (!s || lo == hi) continue;
-      int l, h;
-      SameStepRun(parser_.fsm(), *s, byte, &l, &h);
-      lo = std::max(lo, l), hi = std::min(hi, h);
+      if (!s) continue;
+      ByteSet own = SameStepBytes(parser_.fsm(), *s, byte);
+      for (int w = 0; w < 4; ++w) alike[w] &= own[w];
     }
-    if (lo < hi) FillRunSteps(from.next, from.assumed, lo, hi, to, generic_hit_, parser_.TracksReach());
+    FillAlikeSteps(from.next, from.assumed, alike, to, generic_hit_, parser_.TracksReach());
     in = pairs_[to]->inner;
     out = pairs_[to]->outer;
   }

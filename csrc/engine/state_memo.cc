@@ -72,13 +72,16 @@ void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {
   if (ended) s.ended[byte >> 6] |= uint64_t{1} << (byte & 63);
 }
 
-void FillRunSteps(std::array<int32_t, 256>& next, ByteBits& flagged, int lo, int hi, int32_t to, bool flag,
-                  bool unasked) {
+void FillAlikeSteps(std::array<int32_t, 256>& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
+                    bool unasked) {
   const int32_t step = unasked ? StateMemo::Unasked(to) : to;
-  for (int b = lo; b <= hi; ++b) {
-    if (next[b] != StateMemo::kUnknown) continue;
-    next[b] = step;
-    if (flag) flagged[b >> 6] |= uint64_t{1} << (b & 63);
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t bits = alike[w]; bits; bits &= bits - 1) {
+      int b = 64 * w + __builtin_ctzll(bits);
+      if (next[b] != StateMemo::kUnknown) continue;
+      next[b] = step;
+      if (flag) flagged[w] |= uint64_t{1} << (b & 63);
+    }
   }
 }
 
@@ -127,9 +130,7 @@ bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
   int32_t to = id >= 0 ? memo_.Intern(*next) : -1;
   if (to >= 0) {
     memo_.SetNext(id, byte, to, *ended_);
-    int lo, hi;
-    SameStepRun(parser_.fsm(), *path_[d], byte, &lo, &hi);
-    if (lo < hi) memo_.SetRun(id, lo, hi, to, *ended_, parser_.TracksReach());
+    memo_.SetAlike(id, SameStepBytes(parser_.fsm(), *path_[d], byte), to, *ended_, parser_.TracksReach());
   }
   path_[d + 1] = to >= 0 ? &memo_.Set(to) : next;
   id_[d + 1] = to;

@@ -20,18 +20,18 @@ namespace xgr2 {
 // Per-byte bits of a memoized state's steps.
 using ByteBits = std::array<uint64_t, 4>;
 
-// Sets the steps of the bytes [lo, hi] not yet known (StateMemo::kUnknown in `next`)
-// to `to`, the step just parsed on one byte of a run that steps the state alike
-// (SameStepRun), and marks them in `flagged` when `flag`. With `unasked`, they are
+// Sets the steps of the bytes of `alike` not yet known (StateMemo::kUnknown in `next`)
+// to `to`, the step just parsed on one of them (they step the state alike:
+// SameStepBytes), and marks them in `flagged` when `flag`. With `unasked`, they are
 // stored as StateMemo::Unasked(to): the walk must record the read at their first use.
-void FillRunSteps(std::array<int32_t, 256>& next, ByteBits& flagged, int lo, int hi, int32_t to, bool flag,
-                  bool unasked);
+void FillAlikeSteps(std::array<int32_t, 256>& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
+                    bool unasked);
 
 class StateMemo {
  public:
   static constexpr int32_t kDead = -1;
   static constexpr int32_t kUnknown = -2;
-  // A step to `to` filled in from a run (FillRunSteps) and not used since: the walk
+  // A step to `to` filled in for an alike byte (FillAlikeSteps) and not used since: the walk
   // has not read the items' edges on that byte yet (a scan would have, and a
   // cross-grammar key must hold what the walk relied on).
   static constexpr int32_t Unasked(int32_t to) { return -3 - to; }
@@ -46,7 +46,7 @@ class StateMemo {
   // an identifier or a number even a state of a few items comes back at every byte (a C
   // declaration's first mask: 6.4x fewer instructions than with a 12-item threshold,
   // callgrind, issue 13 note). Since a state's step covers its whole run of alike bytes
-  // (SameStepRun), a walk of a hundred tokens through a string's content already pays:
+  // (SameStepBytes), a walk of a hundred tokens through a string's content already pays:
   // 96 instead of 512 took builtin JSON's first 50 masks from 3.80M to 3.35M
   // instructions, Python's from 130.4M to 123.8M, tool calling's -1.2%.
   static constexpr size_t kMinTokens = 96;
@@ -66,11 +66,11 @@ class StateMemo {
   int32_t Next(int32_t id, uint8_t byte) const { return states_[id]->next[byte]; }
   bool Ended(int32_t id, uint8_t byte) const { return (states_[id]->ended[byte >> 6] >> (byte & 63)) & 1; }
   void SetNext(int32_t id, uint8_t byte, int32_t to, bool ended);
-  // The step on every other byte of [lo, hi] not yet known is the step just made on a
-  // byte of that run (SameStepRun): parsed once, not once per character.
-  void SetRun(int32_t id, int lo, int hi, int32_t to, bool ended, bool unasked) {
+  // The step on every other byte of `alike` not yet known is the step just made on one
+  // of them (SameStepBytes): parsed once, not once per character.
+  void SetAlike(int32_t id, const ByteSet& alike, int32_t to, bool ended, bool unasked) {
     State& s = *states_[id];
-    FillRunSteps(s.next, s.ended, lo, hi, to, ended, unasked);
+    FillAlikeSteps(s.next, s.ended, alike, to, ended, unasked);
   }
   // An Unasked step of `byte`, now used: the plain step from now on.
   int32_t TakeUnasked(int32_t id, uint8_t byte) {
