@@ -160,6 +160,17 @@ int32_t JsonText::HexDigits(uint32_t lo, uint32_t hi) {
 // `width` hex digits (either case) whose value is in [lo, hi].
 int32_t JsonText::HexRange(uint32_t lo, uint32_t hi, int width) {
   if (width == 0) return b_->Empty();
+  // The same ranges recur (any 3 hex digits below every leading digit, in each \uXXXX
+  // tree of a grammar): each is one expression, shared like CharIn's.
+  uint64_t key = lo | uint64_t{hi} << 20 | uint64_t(width) << 40;
+  auto [memo, fresh] = hex_range_.try_emplace(key, -1);
+  if (!fresh) return memo->second;
+  int32_t expr = HexRangeUncached(lo, hi, width);
+  hex_range_[key] = expr;  // `memo` may be invalid: the recursion inserted more
+  return expr;
+}
+
+int32_t JsonText::HexRangeUncached(uint32_t lo, uint32_t hi, int width) {
   uint32_t unit = 1u << (4 * (width - 1)), full = unit - 1;
   uint32_t dlo = lo / unit, dhi = hi / unit, rlo = lo % unit, rhi = hi % unit;
   if (dlo == dhi) return b_->Seq({HexDigits(dlo, dlo), HexRange(rlo, rhi, width - 1)});

@@ -74,6 +74,7 @@ class JsonText {
   int32_t SharedOpen(char bracket);
   int32_t SharedRule(const std::string& name, const std::vector<int32_t>& items, int32_t* rule);
   int32_t HexRange(uint32_t lo, uint32_t hi, int width);
+  int32_t HexRangeUncached(uint32_t lo, uint32_t hi, int width);
   int32_t HexDigits(uint32_t lo, uint32_t hi);
   int32_t Newline(int depth);
   int32_t NumberSpellings(const std::string& text);
@@ -87,6 +88,7 @@ class JsonText {
   // CharIn's expression per character set: automata (patterns, key languages) ask for
   // the same sets at many states, and each costs a tree of \uXXXX ranges.
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;
+  std::unordered_map<uint64_t, int32_t> hex_range_;  // HexRange's by (lo, hi, width)
   bool integral_as_integers_ = false;
 };
 
