@@ -519,15 +519,18 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   }
 
   // Drop edges into unproductive rules and into nodes that cannot reach a final node.
+  // The scratch vectors serve every rule (a schema has hundreds of small ones).
+  std::vector<int32_t> preds_begin, preds, fill, stack;
+  std::vector<uint8_t> live;
   for (auto& d : dfas) {
     int32_t n = d.NumNodes();
-    std::vector<int32_t> preds_begin(n + 1, 0), preds;
+    preds_begin.assign(n + 1, 0);
     for (const FsmEdge& e : d.edges) ++preds_begin[e.target + 1];
     for (int32_t i = 0; i < n; ++i) preds_begin[i + 1] += preds_begin[i];
     preds.resize(d.edges.size());
-    std::vector<int32_t> fill(preds_begin.begin(), preds_begin.end() - 1);
-    std::vector<int32_t> stack;
-    std::vector<uint8_t> live(n, 0);
+    fill.assign(preds_begin.begin(), preds_begin.end() - 1);
+    stack.clear();
+    live.assign(n, 0);
     for (int32_t i = 0; i < n; ++i) {
       for (int32_t k = d.begin[i]; k < d.begin[i + 1]; ++k) {
         if (d.edges[k].rule < 0 || productive[d.edges[k].rule]) preds[fill[d.edges[k].target]++] = i;
