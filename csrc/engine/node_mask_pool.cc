@@ -75,10 +75,10 @@ NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const 
     keys = std::static_pointer_cast<const KeyList>(FindLocked(FullKey(Kind::kReachIndex, core)));
   }
   if (keys) {
-    for (const std::string& key : *keys) {
-      if (!matches(key)) continue;
+    for (const auto& key : *keys) {
+      if (!matches(*key)) continue;
       std::lock_guard<std::mutex> lock(mu_);
-      if (Value found = FindLocked(key)) {
+      if (Value found = FindLocked(*key)) {
         ++hits_;
         return found;
       }
@@ -99,16 +99,17 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
   // every lookup here misses it and walks again.
   Value found = FindLocked(full);
   auto keys = std::static_pointer_cast<const KeyList>(FindLocked(index_key));
-  if (found && keys && std::find(keys->begin(), keys->end(), full) != keys->end()) return found;
+  auto is_full = [&](const std::shared_ptr<const std::string>& key) { return *key == full; };
+  if (found && keys && std::any_of(keys->begin(), keys->end(), is_full)) return found;
   // Newest first: a workload going through many structures of one core (schemas whose
   // keys differ past the first bytes) most likely meets the recent ones again.
   auto grown = std::make_shared<KeyList>();
-  grown->push_back(full);
+  grown->push_back(std::make_shared<const std::string>(full));
   int64_t index_bytes = static_cast<int64_t>(full.size() + sizeof(std::string));
   for (size_t i = 0; keys && i < keys->size() && grown->size() < kMaxKeysPerCore; ++i) {
-    if ((*keys)[i] == full) continue;
+    if (is_full((*keys)[i])) continue;
     grown->push_back((*keys)[i]);
-    index_bytes += static_cast<int64_t>((*keys)[i].size() + sizeof(std::string));
+    index_bytes += static_cast<int64_t>((*keys)[i]->size() + sizeof(std::string));
   }
   EraseLocked(index_key);  // replaced: the index entries are immutable like the rest
   InsertLocked(index_key, std::move(grown), index_bytes);

@@ -20,7 +20,7 @@ struct InnerMask;   // node_classify.h
 struct TokenSlice;  // token_slice.h
 struct GrammarFsm;  // grammar/fsm.h
 using TokenList = std::vector<int32_t>;
-using KeyList = std::vector<std::string>;
+using KeyList = std::vector<std::shared_ptr<const std::string>>;  // shared: a grown list copies pointers
 
 // A node's crossing tokens that go on where its callers continue (sorted-vocabulary
 // positions, ascending): `certain` ones live on inside the callers' rules, so every
