@@ -160,33 +160,28 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   //
   // Except an item whose node only calls rules that loop over a wide class at their
   // start (a JSON string value after its opening quote calls the string's content):
-  // every token goes on from it through the
-  // callees' starts, predicted here, or (for a nullable callee) from the node after the
-  // call, a kernel item itself. Those starts stand for it: their classifications are
-  // the callees' own, the same in every grammar, and what crosses their end is decided
-  // in this context (ContextIn with this set as origin, whose waiting items are the
-  // call's). The node's own classification would walk the callee again for every call
-  // site, and share it with no other. One level: a start is taken whatever it calls.
+  // every token goes on from it through the callees' starts, predicted here, or (for a
+  // nullable callee) from the node after the call, a kernel item itself. Those starts
+  // stand for it: their classifications are the callees' own, the same in every
+  // grammar, and what crosses their end is decided in this context (ContextIn with
+  // this set as origin, whose waiting items are the call's). The node's own
+  // classification would walk the callee again for every call site, and share it with
+  // no other. One level: a start is taken whatever it calls.
   thread_local std::vector<EarleyItem> kernel;
   thread_local std::vector<int32_t> uncertain, run, merged, promoted;
   kernel.clear();
   promoted.clear();
   int32_t root_start = fsm_.rule_start[fsm_.root];
   for (const EarleyItem& it : set.items) {
-    if (it.origin == &set && !(set.initial && it.node == root_start)) continue;
-    const int32_t n = it.node;
-    if (fsm_.rule_edge_begin[n] != fsm_.edge_begin[n] || fsm_.rule_edge_begin[n] == fsm_.edge_begin[n + 1] ||
-        it.origin == &set) {
+    bool initial_root = set.initial && it.node == root_start;
+    if (it.origin == &set && !initial_root) continue;  // predicted here
+    if (it.origin != &set && CallsOnlyWideLoops(it.node)) {
+      for (int32_t e = fsm_.rule_edge_begin[it.node]; e < fsm_.edge_begin[it.node + 1]; ++e) {
+        promoted.push_back(fsm_.edges[e].rule);
+      }
+    } else {
       kernel.push_back(it);
-      continue;
     }
-    bool all_wide = true;
-    for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) all_wide &= wide_loop_[fsm_.edges[e].rule];
-    if (!all_wide) {
-      kernel.push_back(it);
-      continue;
-    }
-    for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) promoted.push_back(fsm_.edges[e].rule);
   }
   if (!promoted.empty()) {
     for (const EarleyItem& it : set.items) {
@@ -263,6 +258,15 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
   walk_results_.emplace(signature, std::move(ids));
+}
+
+bool TokenMaskCache::CallsOnlyWideLoops(int32_t node) const {
+  const int32_t calls = fsm_.rule_edge_begin[node], end = fsm_.edge_begin[node + 1];
+  if (fsm_.edge_begin[node] != calls || calls == end) return false;  // byte edges, or no call
+  for (int32_t e = calls; e < end; ++e) {
+    if (!wide_loop_[fsm_.edges[e].rule]) return false;
+  }
+  return true;
 }
 
 std::string TokenMaskCache::SameKey(char tag, const void* what, size_t size) const {

@@ -90,6 +90,9 @@ class TokenMaskCache {
   // through the pool.
   const ContextTokens& ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
 
+  // Whether the node has no byte edge and only calls rules that are wide_loop_.
+  bool CallsOnlyWideLoops(int32_t node) const;
+
   // This grammar's prefix for the pool's per-grammar entries (NodeMaskPool::GrammarId),
   // then `tag` and `what`.
   std::string SameKey(char tag, const void* what, size_t size) const;
