@@ -61,7 +61,7 @@ KEYWORDS = [
     ("maxLength", "exact", {"type": "string", "maxLength": 10000},
      "with pattern: the pattern's automaton intersected with the lengths (bounds up to 9,999); refused with a format"),
     ("pattern", "exact", {"type": "string", "pattern": "^[a-z]+$"},
-     "ECMA-262 semantics (search, `\\d \\w \\s` ASCII); see docs/regex.md; two patterns in an allOf intersect; leading `^(?!X)` lookaheads exact"),
+     "a search, as ECMA-262 and the `jsonschema` validator read it, in the syntax of docs/regex.md (`\\d \\w \\s` ASCII; `.` excludes only `\\n`, as in Python's `re`, which `jsonschema` uses; ECMA-262's also excludes `\\r`, U+2028, U+2029); two patterns in an allOf intersect; leading `^(?!X)` lookaheads exact"),
     ("format", "narrower", {"type": "string", "format": "date-time"},
      "date-time, date, time, duration, email, hostname, ipv4, ipv6, uri, uri-reference, iri, uuid, uri-template, "
      "json-pointer, relative-json-pointer (docs/json_formats.md); other formats annotate"),
