@@ -59,7 +59,7 @@ int64_t ReachableSetBytes(const EarleySet& set) {
     const EarleySet* s = todo.back();
     todo.pop_back();
     bytes += static_cast<int64_t>(sizeof(EarleySet)) + kControlBlock +
-             static_cast<int64_t>(s->items.capacity() * sizeof(EarleyItem) +
+             static_cast<int64_t>(s->items.heap_bytes() +
                                   s->more_origin_owners.capacity() * sizeof(std::shared_ptr<const EarleySet>));
     auto visit = [&](const EarleySet* o) {
       if (o && seen.insert(o).second) todo.push_back(o);

@@ -11,6 +11,7 @@
 
 #include "grammar/fsm.h"
 #include "grammar/fsm_key.h"
+#include "support/small_vector.h"
 
 namespace xgr2 {
 
@@ -28,7 +29,7 @@ class EarleySet : public std::enable_shared_from_this<EarleySet> {
   EarleySet& operator=(const EarleySet&) = delete;
   ~EarleySet();
 
-  std::vector<EarleyItem> items;  // items at nodes that still have edges
+  SmallVector<EarleyItem, 4> items;  // items at nodes that still have edges
   ByteSet next_bytes{};           // bytes some item can scan
   bool accepting = false;         // the root rule is complete here
   bool initial = false;           // the set before any byte (set by EarleyParser::Initial)
