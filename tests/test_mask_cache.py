@@ -320,6 +320,29 @@ def test_a_walk_stored_under_another_index_key_is_found_the_next_time():
     assert misses[2] == 0
 
 
+def test_a_rule_shared_by_structure_is_told_apart_by_what_it_calls():
+    # Both roots are `"<" (B | "#") ">"`: the same automaton, calling a different B (a
+    # wide loop, so a rule of its own). A node's classification is shared by its rule's
+    # structure, which must name the callees': the node after "<" accepts " a>" only
+    # where B takes the space. The third grammar repeats the first one's structure
+    # under other rule names and numbers, and finds it without walking.
+    vocab = [bytes([b]) for b in range(32, 127)] + [b" a>", b"ab>", b"#>", b"<a"]
+    tok = xgr2.TokenizerInfo(vocab)
+    grammars = ['root ::= "<" (b | "#") ">"\nb ::= [ -~]*', 'root ::= "<" (b | "#") ">"\nb ::= [!-~]*',
+                'root ::= "<" (other | "#") ">"\nfirst ::= "never"\nother ::= [ -~]*']
+    misses = []
+    for text in grammars:
+        expected = full_walk(text, tok).initial_state().advance_text("<").bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text("<")
+        before = tok.cross_grammar_cache_info()
+        assert np.array_equal(state.bitmask(), expected), text
+        misses.append(tok.cross_grammar_cache_info().misses - before.misses)
+    allowed_space = xgr2.bitmask_to_bool(xgr2.compile(grammars[0], tok).initial_state().advance_text("<").bitmask(),
+                                         tok.vocab_size)
+    assert allowed_space[vocab.index(b" a>")]
+    assert misses[0] > 0 and misses[1] > 0 and misses[2] == 0
+
+
 def random_record_grammar(rng):
     """A JSON-like record grammar: whitespace runs of random bounds, short keys over a
     small alphabet and a few value kinds, so that many grammars share structure up to

@@ -47,6 +47,7 @@ class NodeMaskPool {
     kSameList = 'l',     // TokenList of one grammar (walk results)
     kGrammarId = 'g',    // GrammarId's (automata, id) by AutomataHash
     kSameContext = 'x',  // ContextTokens of one grammar's node in a context
+    kStructInner = 's',  // InnerMask of a node by its rule's structure id (GrammarFsm::rule_structure)
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -77,7 +78,7 @@ class NodeMaskPool {
   // instructions (callgrind).
   static constexpr size_t kMaxKeysPerCore = 16;
   static std::string_view KeyPrefix(Kind kind) {
-    static constexpr char kKinds[] = "icrnlgx";  // every Kind's byte, in static storage
+    static constexpr char kKinds[] = "icrnlgxs";  // every Kind's byte, in static storage
     return {std::char_traits<char>::find(kKinds, sizeof(kKinds) - 1, static_cast<char>(kind)), 1};
   }
   using Matches = std::function<bool(const std::string&)>;
@@ -120,7 +121,7 @@ class NodeMaskPool {
   // Values are stored untyped; a kind read as another type would be undefined.
   template <class T>
   static void CheckType(Kind kind) {
-    bool inner = kind == Kind::kInner || kind == Kind::kSameInner;
+    bool inner = kind == Kind::kInner || kind == Kind::kSameInner || kind == Kind::kStructInner;
     bool list = kind == Kind::kSameList;
     bool context = kind == Kind::kContext || kind == Kind::kSameContext;
     if (std::is_same_v<T, InnerMask>      ? !inner

@@ -48,7 +48,26 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
   if (!inner) {
-    inner = Classify(node);
+    // A node's classification looks no further than its rule and the rules it calls:
+    // any grammar whose rule has the same structure id has it, at the same offset. One
+    // lookup of a short key, where the structural one (Classify) makes and matches
+    // keys of the automata the walk reached.
+    const int32_t rule = fsm_.node_rule[node];
+    const int64_t structure = fsm_.rule_structure[rule];
+    std::string by_structure;
+    if (structure >= 0) {
+      const int32_t offset = node - fsm_.rule_start[rule];
+      by_structure.append(reinterpret_cast<const char*>(&structure), sizeof(structure));
+      by_structure.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
+      inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kStructInner, by_structure);
+    }
+    if (!inner) {
+      inner = Classify(node);
+      if (structure >= 0) {
+        int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
+        inner = pool.Insert(NodeMaskPool::Kind::kStructInner, by_structure, std::move(inner), bytes);
+      }
+    }
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
     inner = pool.Insert(NodeMaskPool::Kind::kSameInner, same, std::move(inner), bytes);
   }

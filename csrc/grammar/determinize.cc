@@ -207,24 +207,30 @@ namespace {
 
 // Rule automata by a key of the rule's IR, rule edges by rank (FindSharedDfa).
 struct SharedDfas {
+  struct Entry {
+    std::shared_ptr<const RuleDfa> dfa;
+    int64_t id;
+  };
   std::mutex mu;
-  using Map = std::unordered_map<std::string, std::shared_ptr<const RuleDfa>>;
+  using Map = std::unordered_map<std::string, Entry>;
   Map by_ir;
   Map pinned;  // automata of fixed building blocks (PinnedDfaScope): never cleared nor evicted
   size_t edges = 0;
+  int64_t next_id = 0;
 
-  // Keeps `dfa` under `key`; starts over past kMaxSharedDfaEdges. Locked.
-  void Insert(std::string key, std::shared_ptr<const RuleDfa> dfa) {
-    if (PinnedDfaScope::Active()) {
-      pinned.emplace(std::move(key), std::move(dfa));
-      return;
-    }
-    if (edges + dfa->edges.size() > kMaxSharedDfaEdges) {
+  // Keeps `dfa` under `key`; starts over past kMaxSharedDfaEdges. Locked. Returns the
+  // id of the automaton stored under `key` (another thread's, if it was first).
+  int64_t Insert(std::string key, std::shared_ptr<const RuleDfa> dfa) {
+    Entry entry{std::move(dfa), next_id++};
+    if (PinnedDfaScope::Active()) return pinned.emplace(std::move(key), std::move(entry)).first->second.id;
+    if (edges + entry.dfa->edges.size() > kMaxSharedDfaEdges) {
       by_ir.clear();
       edges = 0;
     }
-    size_t added = dfa->edges.size();
-    if (by_ir.emplace(std::move(key), std::move(dfa)).second) edges += added;
+    size_t added = entry.dfa->edges.size();
+    auto [it, fresh] = by_ir.emplace(std::move(key), std::move(entry));
+    if (fresh) edges += added;
+    return it->second.id;
   }
 };
 
@@ -237,14 +243,15 @@ thread_local bool pinning = false;
 
 }  // namespace
 
-bool FindSharedDfa(const std::string& ir_key, RuleDfa* out) {
+bool FindSharedDfa(const std::string& ir_key, RuleDfa* out, int64_t* id) {
   SharedDfas& shared = TheSharedDfas();
   std::shared_ptr<const RuleDfa> found;
   {
     std::lock_guard<std::mutex> lock(shared.mu);
     for (const SharedDfas::Map* map : {&shared.pinned, &shared.by_ir}) {
       if (auto it = map->find(ir_key); it != map->end()) {
-        found = it->second;
+        found = it->second.dfa;
+        *id = it->second.id;
         break;
       }
     }
@@ -254,11 +261,11 @@ bool FindSharedDfa(const std::string& ir_key, RuleDfa* out) {
   return true;
 }
 
-void StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa) {
+int64_t StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa) {
   auto copy = std::make_shared<RuleDfa>(dfa);
   SharedDfas& shared = TheSharedDfas();
   std::lock_guard<std::mutex> lock(shared.mu);
-  shared.Insert(ir_key, std::move(copy));
+  return shared.Insert(ir_key, std::move(copy));
 }
 
 PinnedDfaScope::PinnedDfaScope() { pinning = true; }

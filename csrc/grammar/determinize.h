@@ -45,9 +45,11 @@ RuleDfa Determinize(const Nfa& nfa, int32_t start, int32_t nfa_final, const std:
 // automaton a function of the key. At most kMaxSharedDfaEdges edges are kept; past that
 // the store starts over. (A second store keyed by the NFA caught too few rules to pay
 // for its key: BFCL, 600 schemas in one process, 534M -> 514M instructions without it.)
+// Each stored automaton has an id, unique in the process and never reused (a key stored
+// again after the store started over gets a new one): equal ids, equal automata.
 constexpr size_t kMaxSharedDfaEdges = size_t{1} << 20;
-bool FindSharedDfa(const std::string& ir_key, RuleDfa* out);
-void StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa);
+bool FindSharedDfa(const std::string& ir_key, RuleDfa* out, int64_t* id);
+int64_t StoreSharedDfa(const std::string& ir_key, const RuleDfa& dfa);  // the id
 
 // Empties the store (xgr2.clear_shared_automata: cold-compile benchmarks, memory),
 // except for pinned automata.

@@ -39,6 +39,10 @@ struct GrammarFsm {
   std::vector<int32_t> rule_edge_begin; // byte edges first (sorted by lo), then rule edges
   std::vector<FsmEdge> edges;
   std::vector<ByteSet> first_bytes;     // bytes with an edge out of each node
+  // Per rule: an id of its automaton together with every rule it reaches by calls,
+  // equal for equal structures in any grammar of the process; -1 for a rule on a call
+  // cycle or one that calls such a rule (the shared node masks of TokenMaskCache).
+  std::vector<int64_t> rule_structure;
 
   int32_t NumNodes() const { return static_cast<int32_t>(node_rule.size()); }
   bool HasEdges(int32_t n) const { return edge_begin[n] != edge_begin[n + 1]; }

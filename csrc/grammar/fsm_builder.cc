@@ -1,6 +1,9 @@
 // IR -> Thompson NFA per rule -> subset construction -> pruning.
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "grammar/determinize.h"
 #include "grammar/fsm.h"
@@ -453,6 +456,54 @@ void RankedToRuleIds(const std::vector<int32_t>& rules, RuleDfa* dfa) {
   }
 }
 
+// Ids of (automaton id, whether the rule is the root, the callees' structure ids in
+// rank order): equal ids mean equal automata for the rule and every rule it reaches by
+// calls, so a node's classification, which never looks past them, is the same in any
+// grammar where its rule has that id. Process-wide and never reused; bounded (past
+// kMaxStructures the table starts over, and structures met again get new ids).
+int64_t InternStructure(const std::vector<int64_t>& words) {
+  constexpr size_t kMaxStructures = size_t{1} << 16;  // about 6 MB
+  static std::mutex mu;
+  static auto* ids = new std::unordered_map<std::string, int64_t>;  // never destroyed: used until exit
+  static int64_t next_id = 0;
+  std::string key(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int64_t));
+  std::lock_guard<std::mutex> lock(mu);
+  if (ids->size() >= kMaxStructures) ids->clear();
+  auto [it, fresh] = ids->emplace(std::move(key), next_id);
+  if (fresh) ++next_id;
+  return it->second;
+}
+
+// Structure ids of every rule (GrammarFsm::rule_structure), callees first; -1 for
+// inlined rules (no automaton), rules on a call cycle and rules that call one.
+std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& inlined,
+                                      const std::vector<std::vector<int32_t>>& ranked_callees,
+                                      const std::vector<int64_t>& automaton_id) {
+  const int32_t num_rules = static_cast<int32_t>(inlined.size());
+  std::vector<int64_t> id(num_rules, -1);
+  std::vector<int32_t> waiting(num_rules, 0);  // callees without an id yet
+  std::vector<std::vector<int32_t>> callers(num_rules);
+  std::vector<int32_t> ready;
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (inlined[r]) continue;
+    for (int32_t c : ranked_callees[r]) callers[c].push_back(r);  // callees are distinct
+    waiting[r] = static_cast<int32_t>(ranked_callees[r].size());
+    if (waiting[r] == 0) ready.push_back(r);
+  }
+  std::vector<int64_t> words;
+  while (!ready.empty()) {
+    int32_t r = ready.back();
+    ready.pop_back();
+    words.assign({automaton_id[r], r == root});
+    for (int32_t c : ranked_callees[r]) words.push_back(id[c]);
+    id[r] = InternStructure(words);
+    for (int32_t p : callers[r]) {
+      if (--waiting[p] == 0) ready.push_back(p);
+    }
+  }
+  return id;
+}
+
 }  // namespace
 
 GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
@@ -462,21 +513,23 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   std::vector<uint8_t> inlined = InlinableRules(g);
   IrKeyWriter ir_keys(g, inlined);
   std::vector<int32_t> rank(num_rules, -1);  // of the rules the current body calls
+  std::vector<std::vector<int32_t>> ranked_callees(num_rules);  // each rule's, in rank order
+  std::vector<int64_t> automaton_id(num_rules, -1);             // of the shared store
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) {  // copied into every caller: its own automaton is never entered
       dfas.push_back(RuleDfa{{0}, {0, 0}, {}});
       continue;
     }
-    std::vector<int32_t> rules;
+    std::vector<int32_t>& rules = ranked_callees[r];
     std::string key = ir_keys.Key(g.rules[r].body, &rules);
     RuleDfa dfa;
-    if (!FindSharedDfa(key, &dfa)) {  // seen before: no NFA needed
+    if (!FindSharedDfa(key, &dfa, &automaton_id[r])) {  // seen before: no NFA needed
       for (size_t i = 0; i < rules.size(); ++i) rank[rules[i]] = static_cast<int32_t>(i);
       NfaBuilder nb(g, inlined, rank, &budget);
       int32_t start = nb.NewNode();
       int32_t end = nb.Build(g.rules[r].body, start);
       dfa = Determinize(nb.Take(), start, end, g.rules[r].name);
-      StoreSharedDfa(key, dfa);
+      automaton_id[r] = StoreSharedDfa(key, dfa);
     }
     RankedToRuleIds(rules, &dfa);
     dfas.push_back(std::move(dfa));
@@ -564,6 +617,7 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   GrammarFsm fsm;
   fsm.root = g.root;
   fsm.rule_nullable = nullable;
+  fsm.rule_structure = RuleStructureIds(g.root, inlined, ranked_callees, automaton_id);
   int32_t offset = 0;
   for (int32_t r = 0; r < num_rules; ++r) {
     fsm.rule_start.push_back(offset);
