@@ -299,6 +299,19 @@ def test_node_masks_are_shared_past_bytes_the_walk_never_asked():
     assert misses[2] > 0
 
 
+def exact_masks_and_misses(grammars, tok, prefix):
+    """Compiles each grammar in turn with `tok` (one cross-grammar cache), checks its mask
+    after `prefix` against the full walk, and returns each mask's cache misses."""
+    misses = []
+    for text in grammars:
+        expected = full_walk(text, tok).initial_state().advance_text(prefix).bitmask()
+        state = xgr2.compile(text, tok).initial_state().advance_text(prefix)
+        before = tok.cross_grammar_cache_info()
+        assert np.array_equal(state.bitmask(), expected), text
+        misses.append(tok.cross_grammar_cache_info().misses - before.misses)
+    return misses
+
+
 def test_a_walk_stored_under_another_index_key_is_found_the_next_time():
     # From the node after "[", the walk reaches the nodes after "a" and after "q" but
     # asks them nothing (no token is longer than a byte). The lookup index is the ball
@@ -309,13 +322,7 @@ def test_a_walk_stored_under_another_index_key_is_found_the_next_time():
     vocab = [bytes([b]) for b in range(32, 127)]
     tok = xgr2.TokenizerInfo(vocab)
     grammars = [f'root ::= "[" ("a" | "q" "{c}") "1" "{end}"' for c, end in (("x", "2"), ("y", "2"), ("y", "3"))]
-    misses = []
-    for text in grammars:
-        expected = full_walk(text, tok).initial_state().advance_text("[").bitmask()
-        state = xgr2.compile(text, tok).initial_state().advance_text("[")
-        before = tok.cross_grammar_cache_info()
-        assert np.array_equal(state.bitmask(), expected), text
-        misses.append(tok.cross_grammar_cache_info().misses - before.misses)
+    misses = exact_masks_and_misses(grammars, tok, "[")
     assert misses[0] > 0 and misses[1] > 0
     assert misses[2] == 0
 
@@ -330,13 +337,7 @@ def test_a_rule_shared_by_structure_is_told_apart_by_what_it_calls():
     tok = xgr2.TokenizerInfo(vocab)
     grammars = ['root ::= "<" (b | "#") ">"\nb ::= [ -~]*', 'root ::= "<" (b | "#") ">"\nb ::= [!-~]*',
                 'root ::= "<" (other | "#") ">"\nfirst ::= "never"\nother ::= [ -~]*']
-    misses = []
-    for text in grammars:
-        expected = full_walk(text, tok).initial_state().advance_text("<").bitmask()
-        state = xgr2.compile(text, tok).initial_state().advance_text("<")
-        before = tok.cross_grammar_cache_info()
-        assert np.array_equal(state.bitmask(), expected), text
-        misses.append(tok.cross_grammar_cache_info().misses - before.misses)
+    misses = exact_masks_and_misses(grammars, tok, "<")
     allowed_space = xgr2.bitmask_to_bool(xgr2.compile(grammars[0], tok).initial_state().advance_text("<").bitmask(),
                                          tok.vocab_size)
     assert allowed_space[vocab.index(b" a>")]

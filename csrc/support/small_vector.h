@@ -7,6 +7,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace xgr2 {
 
@@ -24,7 +25,7 @@ class SmallVector {
   SmallVector& operator=(const SmallVector& other) {
     if (this != &other) {
       size_ = 0;
-      Reserve(other.size_);
+      Grow(other.size_);
       if (other.size_) std::memcpy(data_, other.data_, other.size_ * sizeof(T));
       size_ = other.size_;
     }
@@ -45,25 +46,20 @@ class SmallVector {
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  size_t capacity() const { return capacity_; }
   // Bytes held outside the object (0 while the elements fit inline).
   size_t heap_bytes() const { return data_ == inline_ ? 0 : capacity_ * sizeof(T); }
 
-  T* data() { return data_; }
-  const T* data() const { return data_; }
   T* begin() { return data_; }
   T* end() { return data_ + size_; }
   const T* begin() const { return data_; }
   const T* end() const { return data_ + size_; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
-  T& back() { return data_[size_ - 1]; }
-  const T& back() const { return data_[size_ - 1]; }
 
   void push_back(const T& value) {
     if (size_ == capacity_) {
       T copy = value;  // `value` may live in the block that grows
-      Reserve(2 * capacity_);
+      Grow(2 * capacity_);
       data_[size_++] = copy;
       return;
     }
@@ -72,11 +68,14 @@ class SmallVector {
   void clear() { size_ = 0; }
   // New elements are value-initialized.
   void resize(size_t n) {
-    Reserve(n);
+    Grow(n);
     for (size_t i = size_; i < n; ++i) data_[i] = T{};
     size_ = n;
   }
-  void Reserve(size_t n) {
+
+ private:
+  // Room for n elements, the first size_ kept.
+  void Grow(size_t n) {
     if (n <= capacity_) return;
     T* block = static_cast<T*>(std::malloc(n * sizeof(T)));
     if (!block) throw std::bad_alloc();
@@ -84,8 +83,6 @@ class SmallVector {
     Free();
     data_ = block, capacity_ = n;
   }
-
- private:
   void Free() {
     if (data_ != inline_) std::free(data_);
     data_ = inline_, capacity_ = N;
