@@ -306,6 +306,16 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   }
   std::sort(mask->crossing.begin(), mask->crossing.end());  // walks in several orders
   mask->crossing.shrink_to_fit();
+  mask->crossing_shared.resize(mask->crossing.size());
+  const std::string* prev = nullptr;  // the previous crossing node's first token
+  for (size_t k = 0; k < mask->crossing.size(); ++k) {
+    int32_t root = mask->crossing[k];
+    const std::string& s = tok.decoded(sorted[full.first_pos[root]]);
+    mask->crossing_shared[k] =
+        prev ? static_cast<uint16_t>(SharedDepth(prev, s, full.depth[mask->crossing[k - 1]])) : uint16_t{0};
+    prev = &s;
+    mask->crossing_tokens += full.first_pos[full.next[root]] - full.first_pos[root];
+  }
   return mask;
 }
 
@@ -315,22 +325,19 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
   ContextTokens out;
   if (inner.crossing.empty()) return out;
   const TokenTrie& t = tok.trie();
-  int64_t tokens = 0;  // under the crossing subtrees
-  for (int32_t root : inner.crossing) tokens += t.first_pos[t.next[root]] - t.first_pos[root];
-  ContextWalk walk(fsm, tok, node, follow, call_targets, tokens >= static_cast<int64_t>(StateMemo::kMinTokens),
-                   reached);
+  ContextWalk walk(fsm, tok, node, follow, call_targets,
+                   inner.crossing_tokens >= static_cast<int64_t>(StateMemo::kMinTokens), reached);
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Each crossing subtree is walked below its path from the root, which the inner parse
   // survived; consecutive subtrees share the part of that path they have in common.
-  const std::string* path = nullptr;  // spells the walk's current path
-  size_t valid = 0;                   // depths whose states match `path`
-  for (int32_t root : inner.crossing) {
+  size_t valid = 0;  // depths whose states match the previous crossing node's path
+  for (size_t k = 0; k < inner.crossing.size(); ++k) {
+    int32_t root = inner.crossing[k];
     size_t depth = t.depth[root];
     const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
-    size_t d = path ? std::min(SharedDepth(path, s, valid), depth - 1) : 0;
+    size_t d = std::min({static_cast<size_t>(inner.crossing_shared[k]), valid, depth - 1});
     bool alive = true;
     for (; d + 1 < depth && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));
-    path = &s;
     valid = alive ? depth - 1 : 0;
     if (!alive) continue;  // not reached: the inner parse lives on every proper prefix
     // The inner parse died at `root`, so whatever lives below lives after the rule.

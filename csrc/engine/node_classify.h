@@ -40,8 +40,15 @@ struct InnerMask {
   // rule could have ended on the way: the tokens there may go on in the callers'
   // context, so each grammar decides them against its own (see TokenMaskCache).
   std::vector<int32_t> crossing;
+  // Per crossing node, how many bytes its path shares with the previous one's (0 for the
+  // first), and the tokens under them all: what each context walk of them needs, worked
+  // out once here rather than in every context.
+  std::vector<uint16_t> crossing_shared;
+  int64_t crossing_tokens = 0;
 
-  size_t MemoryBytes() const { return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity(); }
+  size_t MemoryBytes() const {
+    return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity() + 2 * crossing_shared.capacity();
+  }
 };
 
 // Another node of the same rule whose byte edges lead where most of `node`'s lead, and

@@ -14,8 +14,10 @@
 
 namespace xgr2 {
 
-// Walks that reach more automaton nodes than this are not shared.
-inline constexpr int32_t kMaxKeyNodes = 512;
+// Walks that reach more automaton nodes than this are not shared: writing a key costs
+// about 350 instructions a node, and walks that large (a request's tool-name trie) are
+// rarely met again by structure (docs/design.md, cross-grammar sharing: 512 -> 64).
+inline constexpr int32_t kMaxKeyNodes = 64;
 
 inline size_t PoolBytes(const InnerMask& mask) { return mask.MemoryBytes(); }
 inline size_t PoolBytes(const TokenList& list) { return sizeof(TokenList) + 4 * list.capacity(); }
