@@ -113,16 +113,22 @@ class ContextWalk {
   // states met before steps by its memo (StateMemo) without parsing.
   bool Step(size_t d, uint8_t byte) {
     int32_t j = pair_id_[d];
-    if (j >= 0) {
-      int32_t to = pairs_[j]->next[byte];
-      if (to == StateMemo::kDead) return false;
-      if (to >= 0) {
-        inner_[d + 1] = pairs_[to]->inner;
-        outer_[d + 1] = pairs_[to]->outer;
-        pair_id_[d + 1] = to;
-        assumed_[d + 1] = assumed_[d] || ((pairs_[j]->assumed[byte >> 6] >> (byte & 63)) & 1);
-        return true;
-      }
+    int32_t to = j >= 0 ? pairs_[j]->next[byte] : StateMemo::kUnknown;
+    if (to == StateMemo::kDead) return false;
+    if (to >= 0) {
+      inner_[d + 1] = pairs_[to]->inner;
+      outer_[d + 1] = pairs_[to]->outer;
+      pair_id_[d + 1] = to;
+      assumed_[d + 1] = assumed_[d] || ((pairs_[j]->assumed[byte >> 6] >> (byte & 63)) & 1);
+      return true;
+    }
+    // Neither parse scans the byte: both die (the inner parse ends no rule on a byte it
+    // cannot scan, so no context joins). Rejected without a call, as the parser would.
+    if (to == StateMemo::kUnknown && !CanScan(inner_[d], byte) && !CanScan(outer_[d], byte)) {
+      if (inner_[d]) parser_.AskItems(*inner_[d], byte);
+      if (outer_[d]) parser_.AskItems(*outer_[d], byte);
+      if (j >= 0) pairs_[j]->next[byte] = StateMemo::kDead;
+      return false;
     }
     return StepParsing(d, byte);
   }
@@ -139,6 +145,7 @@ class ContextWalk {
     std::array<int32_t, 256> next;
     ByteBits assumed{};  // per byte: that step went on in an assumed context
   };
+  static bool CanScan(const EarleySet* set, uint8_t byte) { return set && set->CanScan(byte); }
   bool StepParsing(size_t d, uint8_t byte);
   // Starts the memo (at the first step, so a walk that never parses interns nothing).
   void StartMemo();

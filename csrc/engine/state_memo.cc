@@ -108,6 +108,12 @@ void MemoPath::Start(size_t d) {
   }
 }
 
+bool MemoPath::RejectUnscannable(size_t d, uint8_t byte) {
+  parser_.AskItems(*path_[d], byte);  // as a parsing step would
+  memo_.SetNext(id_[d], byte, StateMemo::kDead, false);
+  return false;
+}
+
 bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
   if (memo_allowed_ && !memo_started_) Start(d);
   int32_t id = id_[d];

@@ -113,12 +113,17 @@ class MemoPath {
         id_[d + 1] = to;
         return true;
       }
+      // Most first steps are on a byte no item scans (a trie node's other children):
+      // rejected as the parser would, at less cost than a parsing step.
+      if (to == StateMemo::kUnknown && !path_[d]->CanScan(byte)) return RejectUnscannable(d, byte);
     }
     return StepParsing(d, byte, ended_now);
   }
 
  private:
   bool StepParsing(size_t d, uint8_t byte, bool* ended_now);
+  // A first step on a byte that no item of the path's state at depth d scans.
+  bool RejectUnscannable(size_t d, uint8_t byte);
   // Interns the path's states up to depth d: from now on steps are memoized.
   void Start(size_t d);
 
