@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <string>
 
 #include "engine/looping_slice.h"
@@ -30,6 +31,18 @@ void AcceptedSet::OrInto(uint32_t* out) const {
   } else {
     for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
   }
+}
+
+bool InnerMask::MayGroup() const {
+  return crossing.size() >= kMinGroupedCrossing &&
+         crossing_tokens <= static_cast<int64_t>(kMaxTokensPerGrouped * crossing.size());
+}
+
+const CrossingGroups* InnerMask::GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok,
+                                               int32_t node) const {
+  if (!MayGroup() || context_walks_.fetch_add(1, std::memory_order_relaxed) < kWalksBeforeGrouping) return nullptr;
+  std::call_once(groups_once_, [&] { groups_ = GroupCrossing(fsm, tok, node, crossing, crossing_shared); });
+  return groups_.get();
 }
 
 EarleySet* const* ClassifySets(size_t count) {
@@ -68,6 +81,20 @@ void ContextWalk::StartMemo() {
   memo_started_ = true;
   pair_id_[0] = InternPair(inner_[0], outer_[0], nullptr);
   if (pair_id_[0] >= 0) inner_[0] = pairs_[pair_id_[0]]->inner, outer_[0] = pairs_[pair_id_[0]]->outer;
+}
+
+bool ContextWalk::JoinIgnores(const ByteSet& bytes) {
+  if (calls_.empty()) return true;  // nothing follows the root
+  EarleySet* joined = merged_sets_[0];  // free: joins at depth d use merged_sets_[d], d >= 1
+  parser_.Extend(nullptr, calls_, &generic_, joined);
+  generic_hit_ = false;
+  bool ignores = true;
+  for (int b = 0; b < 256; ++b) {
+    if (!ByteSetHas(bytes, static_cast<uint8_t>(b))) continue;
+    parser_.AskItems(*joined, static_cast<uint8_t>(b));
+    ignores = ignores && !joined->CanScan(static_cast<uint8_t>(b));
+  }
+  return ignores;
 }
 
 const EarleySet* ContextWalk::JoinContext(const EarleySet* base, size_t d) {
@@ -325,21 +352,26 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
   ContextTokens out;
   if (inner.crossing.empty()) return out;
   const TokenTrie& t = tok.trie();
+  // Before the walk: a first build parses the crossing paths on this thread's sets.
+  const CrossingGroups* groups = inner.GroupsForWalk(fsm, tok, node);
   ContextWalk walk(fsm, tok, node, follow, call_targets,
                    inner.crossing_tokens >= static_cast<int64_t>(StateMemo::kMinTokens), reached);
   const std::vector<int32_t>& sorted = tok.sorted_ids();
-  // Each crossing subtree is walked below its path from the root, which the inner parse
-  // survived; consecutive subtrees share the part of that path they have in common.
-  size_t valid = 0;  // depths whose states match the previous crossing node's path
-  for (size_t k = 0; k < inner.crossing.size(); ++k) {
-    int32_t root = inner.crossing[k];
+  // Grouped subtrees go through their groups' merged tries when the outer parse at a
+  // group's parent state is the same on every member's path (JoinIgnores).
+  const bool by_group = groups && walk.JoinIgnores(groups->after_end_bytes);
+  // Each other crossing subtree is walked below its path from the root, which the inner
+  // parse survived; consecutive subtrees share the part of that path they have in common
+  // (`shared`: at least the least of the shared depths since the last one walked).
+  size_t valid = 0;  // depths whose states match the last walked crossing node's path
+  auto walk_crossing = [&](int32_t root, size_t shared) {
     size_t depth = t.depth[root];
     const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
-    size_t d = std::min({static_cast<size_t>(inner.crossing_shared[k]), valid, depth - 1});
+    size_t d = std::min({shared, valid, depth - 1});
     bool alive = true;
     for (; d + 1 < depth && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));
     valid = alive ? depth - 1 : 0;
-    if (!alive) continue;  // not reached: the inner parse lives on every proper prefix
+    if (!alive) return;  // not reached: the inner parse lives on every proper prefix
     // The inner parse died at `root`, so whatever lives below lives after the rule.
     WalkTrie(
         t, root, t.next[root], [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
@@ -348,7 +380,43 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) list.push_back(t.first_pos[i] + k);
         },
         [](int32_t) {});
+  };
+  if (!by_group) {
+    for (size_t k = 0; k < inner.crossing.size(); ++k) walk_crossing(inner.crossing[k], inner.crossing_shared[k]);
+    out.certain.shrink_to_fit();
+    out.uncertain.shrink_to_fit();
+    return out;
   }
+  size_t shared = SIZE_MAX;
+  for (size_t k = 0; k < inner.crossing.size(); ++k) {
+    shared = std::min<size_t>(shared, inner.crossing_shared[k]);
+    if (groups->grouped[k]) continue;
+    walk_crossing(inner.crossing[k], shared);
+    shared = SIZE_MAX;
+  }
+  for (const CrossingGroups::Group& group : groups->groups) {
+    // The representative's path to its parent, then the merged trie below it.
+    int32_t root = inner.crossing[group.rep];
+    size_t base = static_cast<size_t>(t.depth[root]) - 1;
+    const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
+    bool alive = true;
+    for (size_t d = 0; d < base && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));
+    if (!alive) continue;
+    for (int32_t i = group.begin; i < group.end;) {
+      size_t d = base + groups->depth[i];
+      if (!walk.Step(d - 1, groups->byte[i])) {
+        i = groups->next[i];
+        continue;
+      }
+      TokenList& list = walk.Assumed(d) ? out.uncertain : out.certain;
+      list.insert(list.end(), groups->positions.begin() + groups->token_begin[i],
+                  groups->positions.begin() + groups->token_begin[i + 1]);
+      ++i;
+    }
+  }
+  // Lists are ascending (FillBitmask merges them): the groups' tokens came by suffix.
+  std::sort(out.certain.begin(), out.certain.end());
+  std::sort(out.uncertain.begin(), out.uncertain.end());
   out.certain.shrink_to_fit();
   out.uncertain.shrink_to_fit();
   return out;

@@ -4,11 +4,14 @@
 // (token_mask_cache.h: per grammar; shared_by_reach.h: across grammars).
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/crossing_groups.h"
 #include "engine/earley.h"
 #include "engine/node_mask_pool.h"
 #include "engine/state_memo.h"
@@ -45,10 +48,26 @@ struct InnerMask {
   // out once here rather than in every context.
   std::vector<uint16_t> crossing_shared;
   int64_t crossing_tokens = 0;
+  // The crossing subtrees merged by their parents' parses (CrossingGroups), for a
+  // context walk of `node` (whose classification this is): null for the first
+  // kWalksBeforeGrouping walks (the merge costs about two walks of the crossing tokens,
+  // so a node met in one or two contexts is not worth it: a Python name's, in the
+  // compile benchmark), built at the next, shared after. Only for classifications with
+  // many crossing nodes and few tokens under each (MayGroup).
+  static constexpr int32_t kWalksBeforeGrouping = 2;
+  const CrossingGroups* GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) const;
+  bool MayGroup() const;
 
+  // With an estimate of the merged tries' size (built after the pool counted this).
   size_t MemoryBytes() const {
-    return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity() + 2 * crossing_shared.capacity();
+    return sizeof(InnerMask) + accepted.MemoryBytes() + 4 * crossing.capacity() + 2 * crossing_shared.capacity() +
+           (MayGroup() ? 16 * static_cast<size_t>(crossing_tokens) : 0);
   }
+
+ private:
+  mutable std::atomic<int32_t> context_walks_{0};
+  mutable std::once_flag groups_once_;
+  mutable std::unique_ptr<const CrossingGroups> groups_;
 };
 
 // Another node of the same rule whose byte edges lead where most of `node`'s lead, and
@@ -132,6 +151,13 @@ class ContextWalk {
     }
     return StepParsing(d, byte);
   }
+
+  // Whether the context joined where the rule ends scans none of `bytes`: then, on a
+  // path where only such bytes follow the rule's ends, the outer parse is that join
+  // where the rule just ended and dead elsewhere (each join dies at the next byte),
+  // which CrossingGroups rely on.
+  // Records the reads when tracking reach.
+  bool JoinIgnores(const ByteSet& bytes);
 
   // Whether the outer parse, on the path to depth d, ended a rule it had entered at a
   // follow node (going on in the assumed context of any caller).

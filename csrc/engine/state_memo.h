@@ -120,6 +120,9 @@ class MemoPath {
     return StepParsing(d, byte, ended_now);
   }
 
+  // The interned state of the path at depth d, or -1 (not interned).
+  int32_t StateId(size_t d) const { return id_[d]; }
+
  private:
   bool StepParsing(size_t d, uint8_t byte, bool* ended_now);
   // A first step on a byte that no item of the path's state at depth d scans.
