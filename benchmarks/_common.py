@@ -58,14 +58,17 @@ class Xgr2Engine:
     name, dist, syntax = "xgr2", "xgr2", "ebnf"
     state_is_compiled = False
 
-    def __init__(self, precompute: str = "none", cold: bool = False):
+    def __init__(self, precompute: str = "none", cold: bool = False, background: bool = False):
         import xgr2
 
-        self.xgr2, self.precompute, self.cold = xgr2, precompute, cold
+        self.xgr2, self.precompute, self.cold, self.background = xgr2, precompute, cold, background
+        self.job = None
         if precompute != "none":
             self.name = "xgr2-precompute"
         if cold:
             self.name = "xgr2-cold"
+        if background:
+            self.name = "xgr2-background"
 
     def setup(self, hf_tok):
         self.tok = self.xgr2.TokenizerInfo.from_huggingface(
@@ -76,7 +79,12 @@ class Xgr2Engine:
         if self.cold:  # nothing shared with earlier grammars either (timed)
             self.tok.clear_cross_grammar_cache()
             self.xgr2.clear_shared_automata()
-        return self.xgr2.Compiler(self.tok, cache_limit_bytes=0).compile(grammar, precompute=self.precompute)
+        compiled = self.xgr2.Compiler(self.tok, cache_limit_bytes=0).compile(grammar, precompute=self.precompute)
+        if self.background:  # every node mask on one pool thread, while the masks are asked
+            if self.job is not None:
+                self.job.cancel()
+            self.job = compiled.precompute_masks(num_threads=1, background=True)
+        return compiled
 
     def compile_builtin_json(self):
         return self._compile(self.xgr2.Grammar.builtin_json())
@@ -191,13 +199,14 @@ ENGINES: dict[str, Callable[[], Any]] = {
     "llguidance": LLGuidanceEngine,
     "xgr2-precompute": lambda: Xgr2Engine(precompute="all"),
     "xgr2-cold": lambda: Xgr2Engine(cold=True),
+    "xgr2-background": lambda: Xgr2Engine(background=True),
 }
 
 
 def peer_engines(names, name: str) -> list[str]:
     """The engines `name` is compared with: xgr2 rows with the other libraries, the other
-    libraries with each other and plain xgr2 (xgr2-precompute and xgr2-cold are extra
-    configurations)."""
+    libraries with each other and plain xgr2 (xgr2-precompute, xgr2-cold and
+    xgr2-background are extra configurations)."""
     if name.startswith("xgr2"):
         return [n for n in names if not n.startswith("xgr2")]
     return [n for n in names if n != name and not n.startswith("xgr2-")]

@@ -24,7 +24,9 @@ mask) and the first --masks token masks along the document, single-threaded (eac
 times the masks after its own fresh compile). The whole document is then forced through
 each engine without masks to check that it is accepted. Masks are compared with xgr2's
 over the first steps. "xgr2-precompute" is xgr2 with precompute="all" (every node mask
-computed at compile time, on a thread pool).
+computed at compile time, on a thread pool); with `--engines xgr2-background` (alone),
+xgr2 starts that on one pool thread after the compile
+(`precompute_masks(num_threads=1, background=True)`) and asks the masks meanwhile.
 
 Setup: as for bench_json_mask.py. Run:
 

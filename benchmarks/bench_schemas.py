@@ -20,8 +20,11 @@ compiler without cache; the conversion counts as compile time), xgrammar
 xgr2 keeps node masks in a cross-grammar cache per tokenizer (shared by every grammar
 compiled in the process, like a server that has seen requests before): the "xgr2" row
 reuses the masks of structures earlier schemas shared (strings, numbers), "xgr2-cold"
-clears that cache before every compile, and "xgr2-precompute" computes every node mask
-at compile time.
+clears that cache before every compile, "xgr2-precompute" computes every node mask
+at compile time. With `--engines xgr2-background` (run it alone: its job goes on while
+the other engines' workers take their turns), xgr2 starts that on one pool thread after
+each compile (`precompute_masks(num_threads=1, background=True)`, the second core here)
+and asks the masks meanwhile.
 
 For each schema one valid argument object is built deterministically (every property
 in schema order, plausible values), serialized with `json.dumps` (default separators),

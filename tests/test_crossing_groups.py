@@ -107,3 +107,27 @@ def test_rules_that_end_after_any_byte_match_the_oracle(llama3_tokenizer_info, l
     compiler.compile(xgr2.Grammar.from_ebnf('root ::= "[" s "]"\n' + CONTENT)).initial_state().advance_bytes(b"[").bitmask()
     compiled = compiler.compile(xgr2.Grammar.from_ebnf(ebnf))
     assert check_masks_along(compiled, llama3_hf_tokenizer, text, at=tuple('"\\ ,.x')) >= 3
+
+
+def test_string_values_filled_by_threads_match_the_oracle(llama3_tokenizer_info):
+    # An empty cross-grammar cache: many new string contexts at once, filled on several
+    # threads while one of them builds the content's merged trie (the others walk on).
+    tok = llama3_tokenizer_info
+    tok.clear_cross_grammar_cache()
+    compiler = xgr2.Compiler(tok)
+    states = []
+    for n in range(6):
+        names = [f"p{n}_{i}" for i in range(3)]
+        schema = {"type": "object", "properties": {p: {"type": "string"} for p in names}, "required": names}
+        state = compiler.compile(xgr2.Grammar.from_json_schema(schema, any_whitespace=False)).initial_state()
+        for p in names:
+            state = state.advance_bytes(f'{"{" if p == names[0] else ","}"{p}":"'.encode())
+            states.append(state)
+            state = state.advance_bytes(b'x"')
+    out = xgr2.allocate_token_bitmask(len(states), tok.vocab_size)
+    xgr2.batch_fill_bitmask(states, out, num_threads=4)
+    for row, state in enumerate(states[::4]):
+        mask = xgr2.bitmask_to_bool(out[4 * row], tok.vocab_size)
+        assert np.array_equal(mask, oracle_mask(state, tok.vocab_size)), f"row {4 * row}"
+    for row, state in enumerate(states):
+        assert np.array_equal(out[row], state.bitmask()), f"row {row}"

@@ -41,8 +41,14 @@ bool InnerMask::MayGroup() const {
 const CrossingGroups* InnerMask::GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok,
                                                int32_t node) const {
   if (!MayGroup() || context_walks_.fetch_add(1, std::memory_order_relaxed) < kWalksBeforeGrouping) return nullptr;
-  std::call_once(groups_once_, [&] { groups_ = GroupCrossing(fsm, tok, node, crossing, crossing_shared); });
-  return groups_.get();
+  int32_t state = groups_state_.load(std::memory_order_acquire);
+  if (state == kGroupsReady) return groups_.get();
+  if (state == kGroupsNone && groups_state_.compare_exchange_strong(state, kGroupsBuilding, std::memory_order_acq_rel)) {
+    groups_ = GroupCrossing(fsm, tok, node, crossing, crossing_shared);
+    groups_state_.store(kGroupsReady, std::memory_order_release);
+    return groups_.get();
+  }
+  return nullptr;  // another thread is building them: walk as before rather than wait
 }
 
 EarleySet* const* ClassifySets(size_t count) {

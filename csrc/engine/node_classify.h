@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -52,8 +51,9 @@ struct InnerMask {
   // context walk of `node` (whose classification this is): null for the first
   // kWalksBeforeGrouping walks (the merge costs about two walks of the crossing tokens,
   // so a node met in one or two contexts is not worth it: a Python name's, in the
-  // compile benchmark), built at the next, shared after. Only for classifications with
-  // many crossing nodes and few tokens under each (MayGroup).
+  // compile benchmark), built at the next, shared after; null meanwhile in other
+  // threads (a walk never waits for the build). Only for classifications with many
+  // crossing nodes and few tokens under each (MayGroup).
   static constexpr int32_t kWalksBeforeGrouping = 2;
   const CrossingGroups* GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) const;
   bool MayGroup() const;
@@ -65,9 +65,10 @@ struct InnerMask {
   }
 
  private:
+  static constexpr int32_t kGroupsNone = 0, kGroupsBuilding = 1, kGroupsReady = 2;
   mutable std::atomic<int32_t> context_walks_{0};
-  mutable std::once_flag groups_once_;
-  mutable std::unique_ptr<const CrossingGroups> groups_;
+  mutable std::atomic<int32_t> groups_state_{kGroupsNone};
+  mutable std::unique_ptr<const CrossingGroups> groups_;  // written once, before kGroupsReady
 };
 
 // Another node of the same rule whose byte edges lead where most of `node`'s lead, and
