@@ -80,11 +80,16 @@ class Xgr2Engine:
             self.tok.clear_cross_grammar_cache()
             self.xgr2.clear_shared_automata()
         compiled = self.xgr2.Compiler(self.tok, cache_limit_bytes=0).compile(grammar, precompute=self.precompute)
-        if self.background:  # every node mask on one pool thread, while the masks are asked
-            if self.job is not None:
-                self.job.cancel()
-            self.job = compiled.precompute_masks(num_threads=1, background=True)
+        if self.background:
+            self.start_background(compiled)
         return compiled
+
+    def start_background(self, compiled):
+        """Every node mask of `compiled` on one pool thread, while the masks are asked
+        (the previous grammar's job cancelled)."""
+        if self.job is not None:
+            self.job.cancel()
+        self.job = compiled.precompute_masks(num_threads=1, background=True)
 
     def compile_builtin_json(self):
         return self._compile(self.xgr2.Grammar.builtin_json())

@@ -248,10 +248,8 @@ class Server:
             from xgr2 import tool_calling
 
             compiled = self.compiler.compile(tool_calling.llama3_function_tag(openai_tools(pool, idx)))
-            if self.name == "xgr2-background":  # every node mask on one pool thread meanwhile
-                if e.job is not None:
-                    e.job.cancel()
-                e.job = compiled.precompute_masks(num_threads=1, background=True)
+            if self.name == "xgr2-background":
+                e.start_background(compiled)
             return compiled
         if self.name == "xgrammar":
             return self.compiler.compile_structural_tag(xgrammar_structural_tag(pool, idx))

@@ -44,14 +44,6 @@ struct CrossingGroups {
   }
 };
 
-// Crossing nodes whose parents' parses are the same state, and whose rule ended (or
-// not) on the step into that parent alike, get the same key; kNoParentKey: unknown (a
-// state the walk did not intern).
-inline constexpr int64_t kNoParentKey = -1;
-inline int64_t ParentKey(int32_t state, bool ended_here) {
-  return state < 0 ? kNoParentKey : 2 * static_cast<int64_t>(state) + (ended_here ? 1 : 0);
-}
-
 // Groups the crossing trie nodes of `node`'s classification (preorder, ascending, with
 // the depth each shares with the previous: InnerMask) by their parents' keys, parsing
 // their paths from `node` again, and merges each group's subtrees below the parent.

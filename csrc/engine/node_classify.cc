@@ -358,7 +358,8 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
   ContextTokens out;
   if (inner.crossing.empty()) return out;
   const TokenTrie& t = tok.trie();
-  // Before the walk: a first build parses the crossing paths on this thread's sets.
+  // Before the walk: a first build parses the crossing paths with this thread's parser
+  // scratch (ThreadScratch), which the walk's parser shares.
   const CrossingGroups* groups = inner.GroupsForWalk(fsm, tok, node);
   ContextWalk walk(fsm, tok, node, follow, call_targets,
                    inner.crossing_tokens >= static_cast<int64_t>(StateMemo::kMinTokens), reached);
