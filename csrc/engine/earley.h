@@ -144,6 +144,11 @@ class EarleyParser {
     if (!reached_) return;
     for (const EarleyItem& it : set.items) reached_->Ask(it.node, byte);
   }
+  // As AskItems, for each of `bytes` at once.
+  void AskItemsBytes(const EarleySet& set, const ByteSet& bytes) {
+    if (!reached_) return;
+    for (const EarleyItem& it : set.items) reached_->AskBytes(it.node, bytes);
+  }
   // The closure of `base`'s items (if any) plus (node, origin) for each of `nodes`.
   void Extend(const EarleySet* base, const std::vector<int32_t>& nodes, const EarleySet* origin, EarleySet* out);
   // Scans `byte` from `prev` into `out` (a persistent `out` then needs KeepOrigins).

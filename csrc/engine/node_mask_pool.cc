@@ -1,11 +1,38 @@
 #include "engine/node_mask_pool.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "grammar/fsm.h"
 #include "grammar/fsm_key.h"
 
 namespace xgr2 {
+
+namespace {
+
+uint64_t Mix(uint64_t a, uint64_t b) {
+  __uint128_t product = static_cast<__uint128_t>(a) * b;
+  return static_cast<uint64_t>(product) ^ static_cast<uint64_t>(product >> 64);
+}
+
+}  // namespace
+
+size_t PoolKeyHash::operator()(std::string_view key) const {
+  constexpr uint64_t k0 = 0xa0761d6478bd642full, k1 = 0xe7037ed1a0b428dbull, k2 = 0x8ebc6af09c88c6e3ull;
+  const char* p = key.data();
+  size_t n = key.size();
+  uint64_t h = Mix(n ^ k0, k1);
+  for (; n >= 16; p += 16, n -= 16) {
+    uint64_t a, b;
+    std::memcpy(&a, p, 8);
+    std::memcpy(&b, p + 8, 8);
+    h = Mix(a ^ k1 ^ h, b ^ k2);
+  }
+  uint64_t tail[2] = {0, 0};
+  std::memcpy(tail, p, n);
+  h = Mix(tail[0] ^ k1 ^ h, tail[1] ^ k2 ^ n);
+  return static_cast<size_t>(Mix(h, k0));
+}
 namespace {
 
 constexpr int64_t kEntryOverhead = 96;  // list and index nodes, shared_ptr control block

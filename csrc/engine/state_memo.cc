@@ -108,8 +108,17 @@ void MemoPath::Start(size_t d) {
   }
 }
 
+MemoPath::~MemoPath() {
+  if (!parser_.TracksReach()) return;
+  for (size_t id = 0; id < memo_.size(); ++id) {
+    const ByteBits& bytes = memo_.Unrecorded(static_cast<int32_t>(id));
+    if (bytes[0] | bytes[1] | bytes[2] | bytes[3]) parser_.AskItemsBytes(memo_.Set(static_cast<int32_t>(id)), bytes);
+  }
+}
+
 bool MemoPath::RejectUnscannable(size_t d, uint8_t byte) {
-  parser_.AskItems(*path_[d], byte);  // as a parsing step would
+  // Asked as a parsing step would, recorded when the walk ends.
+  if (parser_.TracksReach()) memo_.MarkUnrecorded(id_[d], byte);
   memo_.SetNext(id_[d], byte, StateMemo::kDead, false);
   return false;
 }

@@ -72,6 +72,15 @@ class StateMemo {
     State& s = *states_[id];
     FillAlikeSteps(s.next, s.ended, alike, to, ended, unasked);
   }
+  // A dead step on a byte no item scans, whose read the walk has yet to record: the
+  // first-byte filter rejects most trie children, and recording each at once cost an
+  // item loop per byte (a third of a classification's steps). MemoPath records them
+  // all, a byte set per state, when its walk ends.
+  void MarkUnrecorded(int32_t id, uint8_t byte) {
+    states_[id]->unrecorded[byte >> 6] |= uint64_t{1} << (byte & 63);
+  }
+  size_t size() const { return states_.size(); }
+  const ByteBits& Unrecorded(int32_t id) const { return states_[id]->unrecorded; }
   // An Unasked step of `byte`, now used: the plain step from now on.
   int32_t TakeUnasked(int32_t id, uint8_t byte) {
     int32_t& step = states_[id]->next[byte];
@@ -83,6 +92,7 @@ class StateMemo {
     EarleySet set;
     std::array<int32_t, 256> next;
     ByteBits ended{};
+    ByteBits unrecorded{};  // MarkUnrecorded
     uint64_t hash = 0;  // of the items, as Intern finds them
   };
   std::vector<std::unique_ptr<State[]>> blocks_;  // the states, allocated in blocks
@@ -99,6 +109,11 @@ class MemoPath {
   // Without `memo`, every step parses.
   MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
            bool* ended = nullptr, bool memo = true);
+  // Records the reads of the memoized rejections (StateMemo::MarkUnrecorded): the
+  // parser's reach record is complete once the path is gone.
+  ~MemoPath();
+  MemoPath(const MemoPath&) = delete;
+  MemoPath& operator=(const MemoPath&) = delete;
 
   // Extends the path at depth d by `byte`; false when the parse dies. *ended_now:
   // whether the step completed an item of the watched set.

@@ -46,9 +46,28 @@ struct KeyScratch {
   }
 };
 
+// The first byte >= from that `set` holds (kNoByte if none), and the first it lacks.
+constexpr int kNoByte = 256;
+inline int NextByteIn(const ByteSet& set, int from) {
+  for (int w = from >> 6; w < 4; ++w) {
+    uint64_t bits = set[w] & (w == from >> 6 ? ~uint64_t{0} << (from & 63) : ~uint64_t{0});
+    if (bits) return 64 * w + __builtin_ctzll(bits);
+  }
+  return kNoByte;
+}
+inline int NextByteNotIn(const ByteSet& set, int from) {
+  for (int w = from >> 6; w < 4; ++w) {
+    uint64_t bits = ~set[w] & (w == from >> 6 ? ~uint64_t{0} << (from & 63) : ~uint64_t{0});
+    if (bits) return 64 * w + __builtin_ctzll(bits);
+  }
+  return kNoByte;
+}
+
 // Calls f(first, last, edge) for each run of asked bytes inside a byte edge of node n,
 // in edge order: what a walk that asked n for `asked` read of its byte edges. Edges
-// are sorted and disjoint: one merge of the edges with the asked bytes finds them.
+// are sorted and disjoint: one merge of the edges with the runs of asked bytes finds
+// them, a step per run or skipped edge rather than per asked byte (a string content
+// node is asked for most bytes: keys are written and matched by the hundred per mask).
 template <class F>
 void ForAskedRuns(const GrammarFsm& fsm, int32_t n, const ByteSet& asked, F&& f) {
   int32_t e = fsm.edge_begin[n];
@@ -57,22 +76,19 @@ void ForAskedRuns(const GrammarFsm& fsm, int32_t n, const ByteSet& asked, F&& f)
     for (; e < end; ++e) f(fsm.edges[e].lo, fsm.edges[e].hi, fsm.edges[e]);
     return;
   }
-  int run_lo = -1, run_hi = -1;
-  const FsmEdge* run_edge = nullptr;
-  for (int w = 0; w < 4 && e < end; ++w) {
-    for (uint64_t bits = asked[w]; bits && e < end; bits &= bits - 1) {
-      int b = w * 64 + __builtin_ctzll(bits);
-      while (e < end && fsm.edges[e].hi < b) ++e;
-      if (e == end || fsm.edges[e].lo > b) continue;  // no edge on b
-      if (run_edge == &fsm.edges[e] && run_hi == b - 1) {
-        run_hi = b;
-        continue;
-      }
-      if (run_edge) f(run_lo, run_hi, *run_edge);
-      run_lo = run_hi = b, run_edge = &fsm.edges[e];
+  for (int b = NextByteIn(asked, 0); b != kNoByte && e < end;) {
+    while (e < end && fsm.edges[e].hi < b) ++e;
+    if (e == end) break;
+    const FsmEdge& edge = fsm.edges[e];
+    if (edge.lo > b) {  // no edge on b: the next asked byte from this edge on
+      b = NextByteIn(asked, edge.lo);
+      continue;
     }
+    int last = std::min<int>(NextByteNotIn(asked, b) - 1, edge.hi);
+    f(b, last, edge);
+    if (last == 255) break;
+    b = NextByteIn(asked, last + 1);
   }
-  if (run_edge) f(run_lo, run_hi, *run_edge);
 }
 
 constexpr ByteSet kAllBytes = {~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};

@@ -95,6 +95,12 @@ class NodeSet {
     if (!mark_[n]) InsertNew(n);
     asked_data_[slot_[n]][b >> 6] |= uint64_t{1} << (b & 63);
   }
+  // The walk asked n for its byte edges on each of `bytes`.
+  void AskBytes(int32_t n, const ByteSet& bytes) {
+    if (!mark_[n]) InsertNew(n);
+    ByteSet& asked = asked_data_[slot_[n]];
+    for (int w = 0; w < 4; ++w) asked[w] |= bytes[w];
+  }
   // The walk read every byte edge of n.
   void AskAll(int32_t n) {
     Insert(n);
