@@ -33,6 +33,7 @@ size_t PoolKeyHash::operator()(std::string_view key) const {
   h = Mix(tail[0] ^ k1 ^ h, tail[1] ^ k2 ^ n);
   return static_cast<size_t>(Mix(h, k0));
 }
+
 namespace {
 
 constexpr int64_t kEntryOverhead = 96;  // list and index nodes, shared_ptr control block

@@ -46,18 +46,12 @@ struct KeyScratch {
   }
 };
 
-// The first byte >= from that `set` holds (kNoByte if none), and the first it lacks.
+// The first byte >= from that `set` holds (with `in`) or lacks; kNoByte if none.
 constexpr int kNoByte = 256;
-inline int NextByteIn(const ByteSet& set, int from) {
+inline int NextByte(const ByteSet& set, int from, bool in) {
+  const uint64_t flip = in ? 0 : ~uint64_t{0};
   for (int w = from >> 6; w < 4; ++w) {
-    uint64_t bits = set[w] & (w == from >> 6 ? ~uint64_t{0} << (from & 63) : ~uint64_t{0});
-    if (bits) return 64 * w + __builtin_ctzll(bits);
-  }
-  return kNoByte;
-}
-inline int NextByteNotIn(const ByteSet& set, int from) {
-  for (int w = from >> 6; w < 4; ++w) {
-    uint64_t bits = ~set[w] & (w == from >> 6 ? ~uint64_t{0} << (from & 63) : ~uint64_t{0});
+    uint64_t bits = (set[w] ^ flip) & (w == from >> 6 ? ~uint64_t{0} << (from & 63) : ~uint64_t{0});
     if (bits) return 64 * w + __builtin_ctzll(bits);
   }
   return kNoByte;
@@ -76,18 +70,18 @@ void ForAskedRuns(const GrammarFsm& fsm, int32_t n, const ByteSet& asked, F&& f)
     for (; e < end; ++e) f(fsm.edges[e].lo, fsm.edges[e].hi, fsm.edges[e]);
     return;
   }
-  for (int b = NextByteIn(asked, 0); b != kNoByte && e < end;) {
+  for (int b = NextByte(asked, 0, true); b != kNoByte && e < end;) {
     while (e < end && fsm.edges[e].hi < b) ++e;
     if (e == end) break;
     const FsmEdge& edge = fsm.edges[e];
     if (edge.lo > b) {  // no edge on b: the next asked byte from this edge on
-      b = NextByteIn(asked, edge.lo);
+      b = NextByte(asked, edge.lo, true);
       continue;
     }
-    int last = std::min<int>(NextByteNotIn(asked, b) - 1, edge.hi);
+    int last = std::min<int>(NextByte(asked, b, false) - 1, edge.hi);
     f(b, last, edge);
     if (last == 255) break;
-    b = NextByteIn(asked, last + 1);
+    b = NextByte(asked, last + 1, true);
   }
 }
 
