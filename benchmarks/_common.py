@@ -229,6 +229,11 @@ def setup_engines(names: list[str], hf_tok) -> tuple[dict[str, Any], dict[str, f
             engines[name] = engine
         except Exception as e:
             print(f"skipping {name}: {type(e).__name__}: {e}")
+    # The tokenizers' many Python objects: keep them out of the collection that
+    # run_document makes before each document, which would otherwise walk them all and
+    # flush the caches before every engine's first masks.
+    gc.collect()
+    gc.freeze()
     return engines, setup_ms
 
 
