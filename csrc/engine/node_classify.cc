@@ -8,6 +8,7 @@
 #include "engine/looping_slice.h"
 #include "engine/state_memo.h"
 #include "engine/token_walk.h"
+#include "support/bit_words.h"
 
 namespace xgr2 {
 
@@ -27,7 +28,7 @@ AcceptedSet AcceptedSet::FromIds(std::vector<int32_t> ids, int32_t vocab_size) {
 
 void AcceptedSet::OrInto(uint32_t* out) const {
   if (!words.empty()) {
-    for (size_t w = 0; w < words.size(); ++w) out[w] |= words[w];
+    OrWords(out, words.data(), words.size());
   } else {
     for (int32_t id : ids) out[id >> 5] |= uint32_t{1} << (id & 31);
   }
