@@ -135,7 +135,7 @@ std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const
     size_t valid = 0;  // depths of the last path walked
     size_t added = 0;  // depths of that path whose bytes after an end are in the set
     for (size_t k = 0; k < crossing.size(); ++k) {
-      const size_t parent_depth = static_cast<size_t>(t.depth[crossing[k]]) - 1;
+      const size_t parent_depth = static_cast<size_t>(t.nodes[crossing[k]].depth) - 1;
       const std::string& s = tok.decoded(sorted[t.first_pos[crossing[k]]]);
       size_t d = std::min<size_t>({crossing_shared[k], valid, parent_depth});
       added = std::min(added, d);
@@ -183,7 +183,7 @@ std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const
   }
   const auto grouped = static_cast<size_t>(total);
   size_t tokens = 0;
-  for (int32_t k : by_key) tokens += t.first_pos[t.next[crossing[k]]] - t.first_pos[crossing[k]];
+  for (int32_t k : by_key) tokens += t.first_pos[t.nodes[crossing[k]].next] - t.first_pos[crossing[k]];
   if (grouped < kMinGroupedCrossing || tokens > kMaxTokensPerGrouped * grouped) return nullptr;
 
   auto groups = std::make_unique<CrossingGroups>();
@@ -197,10 +197,10 @@ std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const
     for (int32_t j = first; j < first + n; ++j) {
       const int32_t k = by_key[j];
       int32_t root = crossing[k];
-      size_t parent_depth = static_cast<size_t>(t.depth[root]) - 1;
-      if (group.rep < 0 || t.depth[root] < t.depth[crossing[group.rep]]) group.rep = k;
+      size_t parent_depth = static_cast<size_t>(t.nodes[root].depth) - 1;
+      if (group.rep < 0 || t.nodes[root].depth < t.nodes[crossing[group.rep]].depth) group.rep = k;
       groups->grouped[k] = 1;
-      for (int32_t p = t.first_pos[root]; p < t.first_pos[t.next[root]]; ++p) {
+      for (int32_t p = t.first_pos[root]; p < t.first_pos[t.nodes[root].next]; ++p) {
         const std::string& s = tok.decoded(sorted[p]);
         int32_t node = root_node;
         for (size_t d = parent_depth; d < s.size(); ++d) node = trie.Child(node, static_cast<uint8_t>(s[d]));

@@ -21,8 +21,8 @@ std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
   // Tokens per first byte: the sizes of the trie's top-level subtrees.
   const TokenTrie& t = tok_.trie();
   std::array<int64_t, 256> tokens_by_byte{};
-  for (int32_t i = 0; i < t.size(); i = t.next[i]) {
-    tokens_by_byte[t.byte[i]] = t.first_pos[t.next[i]] - t.first_pos[i];
+  for (int32_t i = 0; i < t.size(); i = t.nodes[i].next) {
+    tokens_by_byte[t.nodes[i].byte] = t.first_pos[t.nodes[i].next] - t.first_pos[i];
   }
   std::vector<std::pair<int64_t, int32_t>> cost;  // (-estimate, node)
   EarleyParser parser(fsm_, ThreadScratch());

@@ -236,9 +236,9 @@ SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t 
   // byte but '"', yet their only costly tokens start with whitespace, which they walk).
   const TokenTrie& t = tok.trie();
   int64_t covered = 0;
-  for (int32_t i = 0; i < t.size(); i = t.next[i]) {
-    uint8_t b = t.byte[i];
-    if ((live[b >> 6] >> (b & 63)) & 1) covered += t.first_pos[t.next[i]] - t.first_pos[i];
+  for (int32_t i = 0; i < t.size(); i = t.nodes[i].next) {
+    uint8_t b = t.nodes[i].byte;
+    if ((live[b >> 6] >> (b & 63)) & 1) covered += t.first_pos[t.nodes[i].next] - t.first_pos[i];
   }
   if (2 * covered >= t.first_pos.back()) same.node = best;
   return same;
@@ -287,7 +287,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) accepted.push_back(ids[t.first_pos[i] + k]);
         },
         [&](int32_t i) {
-          if (ended_by[t.depth[i] - 1]) mask->crossing.push_back(to_full ? to_full[i] : i);
+          if (ended_by[t.nodes[i].depth - 1]) mask->crossing.push_back(to_full ? to_full[i] : i);
         });
   };
   const TokenTrie& full = tok.trie();
@@ -295,7 +295,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   // Results kept as a bitset (a slice's, a sibling's): `words` less the tokens under the
   // first-byte subtree i of the whole trie, which a walk then decides.
   auto clear_subtree = [&](std::vector<uint32_t>& words, int64_t& count, int32_t i) {
-    for (int32_t p = full.first_pos[i]; p < full.first_pos[full.next[i]]; ++p) {
+    for (int32_t p = full.first_pos[i]; p < full.first_pos[full.nodes[i].next]; ++p) {
       uint32_t bit = uint32_t{1} << (sorted[p] & 31);
       uint32_t& word = words[sorted[p] >> 5];
       count -= (word & bit) != 0;
@@ -317,10 +317,10 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     const AcceptedSet& theirs = sibling->accepted;
     std::vector<uint32_t> words = theirs.words;
     int64_t count = theirs.count;
-    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
-      if (same->Has(full.byte[i])) continue;
+    for (int32_t i = 0; i < full.size(); i = full.nodes[i].next) {
+      if (same->Has(full.nodes[i].byte)) continue;
       if (!words.empty()) clear_subtree(words, count, i);
-      walk(full, sorted, nullptr, i, full.next[i]);
+      walk(full, sorted, nullptr, i, full.nodes[i].next);
     }
     if (words.empty()) {
       for (int32_t id : theirs.ids) {
@@ -335,17 +335,17 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   } else {
     const TokenSlice& slice = *use.slice;
-    for (int32_t i = 0; i < slice.rest.size(); i = slice.rest.next[i]) {  // the first bytes
-      if (!use.Excludes(slice.rest.byte[i])) {
-        walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.next[i]);
+    for (int32_t i = 0; i < slice.rest.size(); i = slice.rest.nodes[i].next) {  // the first bytes
+      if (!use.Excludes(slice.rest.nodes[i].byte)) {
+        walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.nodes[i].next);
       }
     }
     std::vector<uint32_t> words = slice.words;
     int64_t count = slice.count;
-    for (int32_t i = 0; i < full.size(); i = full.next[i]) {
-      if (!use.Excludes(full.byte[i])) continue;
+    for (int32_t i = 0; i < full.size(); i = full.nodes[i].next) {
+      if (!use.Excludes(full.nodes[i].byte)) continue;
       clear_subtree(words, count, i);
-      walk(full, sorted, nullptr, i, full.next[i]);
+      walk(full, sorted, nullptr, i, full.nodes[i].next);
     }
     accept_with(std::move(words), count);  // the rest trie holds no slice token
   }
@@ -357,9 +357,9 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     int32_t root = mask->crossing[k];
     const std::string& s = tok.decoded(sorted[full.first_pos[root]]);
     mask->crossing_shared[k] =
-        prev ? static_cast<uint16_t>(SharedDepth(prev, s, full.depth[mask->crossing[k - 1]])) : uint16_t{0};
+        prev ? static_cast<uint16_t>(SharedDepth(prev, s, full.nodes[mask->crossing[k - 1]].depth)) : uint16_t{0};
     prev = &s;
-    mask->crossing_tokens += full.first_pos[full.next[root]] - full.first_pos[root];
+    mask->crossing_tokens += full.first_pos[full.nodes[root].next] - full.first_pos[root];
   }
   return mask;
 }
@@ -384,7 +384,7 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
   // (`shared`: at least the least of the shared depths since the last one walked).
   size_t valid = 0;  // depths whose states match the last walked crossing node's path
   auto walk_crossing = [&](int32_t root, size_t shared) {
-    size_t depth = t.depth[root];
+    size_t depth = t.nodes[root].depth;
     const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
     size_t d = std::min({shared, valid, depth - 1});
     bool alive = true;
@@ -393,9 +393,9 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
     if (!alive) return;  // not reached: the inner parse lives on every proper prefix
     // The inner parse died at `root`, so whatever lives below lives after the rule.
     WalkTrie(
-        t, root, t.next[root], [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
+        t, root, t.nodes[root].next, [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
         [&](int32_t i) {
-          TokenList& list = walk.Assumed(t.depth[i]) ? out.uncertain : out.certain;
+          TokenList& list = walk.Assumed(t.nodes[i].depth) ? out.uncertain : out.certain;
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) list.push_back(t.first_pos[i] + k);
         },
         [](int32_t) {});
@@ -416,7 +416,7 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
   for (const CrossingGroups::Group& group : groups->groups) {
     // The representative's path to its parent, then the merged trie below it.
     int32_t root = inner.crossing[group.rep];
-    size_t base = static_cast<size_t>(t.depth[root]) - 1;
+    size_t base = static_cast<size_t>(t.nodes[root].depth) - 1;
     const std::string& s = tok.decoded(sorted[t.first_pos[root]]);
     bool alive = true;
     for (size_t d = 0; d < base && alive; ++d) alive = walk.Step(d, static_cast<uint8_t>(s[d]));

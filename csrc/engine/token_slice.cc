@@ -48,12 +48,12 @@ std::vector<uint64_t> Memberships(const TokenizerInfo& tok, const std::vector<Sl
   std::vector<uint64_t> alive(max_depth, 0);
   alive[0] = classes.size() == 64 ? ~uint64_t{0} : (uint64_t{1} << classes.size()) - 1;
   for (int32_t i = 0; i < n;) {
-    int d = t.depth[i];
-    uint8_t b = t.byte[i];
+    int d = t.nodes[i].depth;
+    uint8_t b = t.nodes[i].byte;
     int8_t u = utf8_step[utf8[d - 1]][b];
     uint64_t a = u < 0 ? 0 : alive[d - 1] & (b < 0x80 ? with_ascii[b] : utf8_classes);
     if (a == 0) {
-      i = t.next[i];  // nothing below is in any class
+      i = t.nodes[i].next;  // nothing below is in any class
       continue;
     }
     utf8[d] = u;
@@ -91,18 +91,16 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   // open[d] is the rest node at depth d + 1 on the current path, whose `next` is set
   // when the path leaves it. The tokens ending at a node are all in the slice or none.
   TokenTrie& r = slice.rest;
-  auto all_in = [&](int32_t i) { return outside_before[t.first_pos[t.next[i]]] == outside_before[t.first_pos[i]]; };
+  auto all_in = [&](int32_t i) { return outside_before[t.first_pos[t.nodes[i].next]] == outside_before[t.first_pos[i]]; };
   int32_t rest_nodes = 0;  // sized first: a sparse class's rest trie is most of the trie
   for (int32_t i = 0; i < n; ++i) {
     if (all_in(i)) {
-      i = t.next[i] - 1;
+      i = t.nodes[i].next - 1;
     } else {
       ++rest_nodes;
     }
   }
-  r.byte.resize(rest_nodes);
-  r.depth.resize(rest_nodes);
-  r.next.resize(rest_nodes);
+  r.nodes.resize(rest_nodes);
   r.first_pos.resize(rest_nodes + 1);
   r.num_tokens.resize(rest_nodes);
   slice.rest_to_full.resize(rest_nodes);
@@ -110,26 +108,26 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   std::vector<int32_t> open;
   for (int32_t i = 0, here = 0; i < n; ++i) {
     if (all_in(i)) {
-      i = t.next[i] - 1;  // the subtree is all in the slice
+      i = t.nodes[i].next - 1;  // the subtree is all in the slice
       continue;
     }
-    size_t d = t.depth[i];
+    size_t d = t.nodes[i].depth;
     while (open.size() >= d) {
-      r.next[open.back()] = here;
+      r.nodes[open.back()].next = here;
       open.pop_back();
     }
     open.push_back(here);
     int32_t p = t.first_pos[i];
     bool leaves = t.num_tokens[i] > 0 && !((alive_at[p] >> k) & 1);
-    r.byte[here] = t.byte[i];
-    r.depth[here] = t.depth[i];
+    r.nodes[here].byte = t.nodes[i].byte;
+    r.nodes[here].depth = t.nodes[i].depth;
     r.first_pos[here] = static_cast<int32_t>(slice.rest_ids.size());
     r.num_tokens[here] = leaves ? t.num_tokens[i] : 0;
     slice.rest_to_full[here] = i;
     if (leaves) slice.rest_ids.insert(slice.rest_ids.end(), sorted.begin() + p, sorted.begin() + p + t.num_tokens[i]);
     ++here;
   }
-  for (int32_t o : open) r.next[o] = rest_nodes;
+  for (int32_t o : open) r.nodes[o].next = rest_nodes;
   r.first_pos[rest_nodes] = static_cast<int32_t>(slice.rest_ids.size());
   return slice;
 }

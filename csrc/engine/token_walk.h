@@ -29,11 +29,11 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
 template <class Step, class OnAlive, class OnDead>
 void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead) {
   for (int32_t i = begin; i < end;) {
-    if (step(static_cast<size_t>(t.depth[i]) - 1, t.byte[i])) {
+    if (step(static_cast<size_t>(t.nodes[i].depth) - 1, t.nodes[i].byte)) {
       on_alive(i++);
     } else {
       on_dead(i);
-      i = t.next[i];
+      i = t.nodes[i].next;
     }
   }
 }

@@ -155,21 +155,19 @@ void TokenizerInfo::BuildTrie() {
       while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
     }
     while (open.size() > lcp) {  // close the nodes the new token leaves
-      t.next[open.back()] = t.size();
+      t.nodes[open.back()].next = t.size();
       open.pop_back();
     }
     for (size_t d = lcp; d < s.size(); ++d) {
       open.push_back(t.size());
-      t.byte.push_back(static_cast<uint8_t>(s[d]));
-      t.depth.push_back(static_cast<uint16_t>(d + 1));
-      t.next.push_back(0);
+      t.nodes.push_back({0, static_cast<uint16_t>(d + 1), static_cast<uint8_t>(s[d])});
       t.first_pos.push_back(k);
       t.num_tokens.push_back(0);
     }
     ++t.num_tokens[open.back()];  // s is non-empty: empty tokens are not text
     prev = &s;
   }
-  for (int32_t i : open) t.next[i] = t.size();
+  for (int32_t i : open) t.nodes[i].next = t.size();
   t.first_pos.push_back(m);
 }
 
