@@ -91,7 +91,9 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   // open[d] is the rest node at depth d + 1 on the current path, whose `next` is set
   // when the path leaves it. The tokens ending at a node are all in the slice or none.
   TokenTrie& r = slice.rest;
-  auto all_in = [&](int32_t i) { return outside_before[t.first_pos[t.nodes[i].next]] == outside_before[t.first_pos[i]]; };
+  auto all_in = [&](int32_t i) {
+    return outside_before[t.first_pos[t.nodes[i].next]] == outside_before[t.first_pos[i]];
+  };
   int32_t rest_nodes = 0;  // sized first: a sparse class's rest trie is most of the trie
   for (int32_t i = 0; i < n; ++i) {
     if (all_in(i)) {
