@@ -146,7 +146,8 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
     if (inner_[d]) parser_.AskItems(*inner_[d], byte);
     if (outer_[d]) parser_.AskItems(*outer_[d], byte);
     Pair& from = *pairs_[pair_id_[d]];
-    int32_t to = from.next[byte] = StateMemo::Unasked(from.next[byte]);
+    int32_t to = StateMemo::Unasked(from.next[byte]);
+    from.next[byte] = static_cast<int16_t>(to);
     inner_[d + 1] = pairs_[to]->inner;
     outer_[d + 1] = pairs_[to]->outer;
     pair_id_[d + 1] = to;
@@ -180,7 +181,7 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   if (to >= 0) {
     Pair& from = *pairs_[j];
     if (generic_hit_) from.assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
-    from.next[byte] = to;
+    from.next[byte] = static_cast<int16_t>(to);
     // The other bytes that step both parses alike go where this one went.
     ByteSet alike{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
     for (const EarleySet* s : {inner_[d], outer_[d]}) {
@@ -288,6 +289,11 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
         },
         [&](int32_t i) {
           if (ended_by[t.nodes[i].depth - 1]) mask->crossing.push_back(to_full ? to_full[i] : i);
+        },
+        [&](size_t d, const ByteBits& children, ByteBits* visit) {
+          if (ended_by[d]) return false;  // a dead child may be a crossing one: on_dead lists it
+          *visit = memo_path.Scannable(d, children);
+          return true;
         });
   };
   const TokenTrie& full = tok.trie();
@@ -398,7 +404,7 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
           TokenList& list = walk.Assumed(t.nodes[i].depth) ? out.uncertain : out.certain;
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) list.push_back(t.first_pos[i] + k);
         },
-        [](int32_t) {});
+        [](int32_t) {}, [](size_t, const ByteSet&, ByteSet*) { return false; });
   };
   if (!by_group) {
     for (size_t k = 0; k < inner.crossing.size(); ++k) walk_crossing(inner.crossing[k], inner.crossing_shared[k]);

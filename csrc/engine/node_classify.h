@@ -169,7 +169,7 @@ class ContextWalk {
   struct Pair {
     const EarleySet* inner;
     const EarleySet* outer;
-    std::array<int32_t, 256> next;
+    StepTable next;
     ByteBits assumed{};  // per byte: that step went on in an assumed context
   };
   static bool CanScan(const EarleySet* set, uint8_t byte) { return set && set->CanScan(byte); }

@@ -5,6 +5,26 @@
 
 namespace xgr2 {
 
+std::vector<std::unique_ptr<StateMemo::State[]>>& StateMemo::Spares() {
+  thread_local std::vector<std::unique_ptr<State[]>> spares;
+  return spares;
+}
+
+std::unique_ptr<StateMemo::State[]> StateMemo::TakeBlock() {
+  std::vector<std::unique_ptr<State[]>>& spares = Spares();
+  if (spares.empty()) return std::unique_ptr<State[]>(new State[kBlock]);
+  std::unique_ptr<State[]> block = std::move(spares.back());
+  spares.pop_back();
+  return block;
+}
+
+StateMemo::~StateMemo() {
+  constexpr size_t kMaxSpares = 16;  // 256 states, enough for most walks
+  std::vector<std::unique_ptr<State[]>>& spares = Spares();
+  // The next walk takes the last one given back first.
+  for (size_t k = 0; k < blocks_.size() && spares.size() < kMaxSpares; ++k) spares.push_back(std::move(blocks_[k]));
+}
+
 int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   if (states_.size() >= kMaxStates || set.items.size() > kMaxItems) return -1;
   // A state is its items with their origins as the interned sets they are (or stand
@@ -45,13 +65,14 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   for (; slots_[i] >= 0; i = (i + 1) & (slots_.size() - 1)) {
     if (same(*states_[slots_[i]])) return slots_[i];
   }
-  // New: taken from a block of states (one allocation per kBlock, not per state; the
-  // step tables are left uninitialized until a state is taken).
-  constexpr size_t kBlock = 16;
-  if (states_.size() % kBlock == 0) blocks_.push_back(std::unique_ptr<State[]>(new State[kBlock]));
+  // New: taken from a block of states (one allocation per kBlock, not per state; a
+  // state is initialized when taken).
+  if (states_.size() % kBlock == 0) blocks_.push_back(TakeBlock());
   State* state = &blocks_.back()[states_.size() % kBlock];
   state->hash = hash;
   state->next.fill(kUnknown);
+  state->ended = {};  // a spare block's states hold an earlier walk's
+  state->unrecorded = {};
   EarleySet& copy = state->set;
   copy.items = set.items;
   for (EarleyItem& item : copy.items) {
@@ -68,13 +89,13 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
 
 void StateMemo::SetNext(int32_t id, uint8_t byte, int32_t to, bool ended) {
   State& s = *states_[id];
-  s.next[byte] = to;
+  s.next[byte] = static_cast<int16_t>(to);
   if (ended) s.ended[byte >> 6] |= uint64_t{1} << (byte & 63);
 }
 
-void FillAlikeSteps(std::array<int32_t, 256>& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
+void FillAlikeSteps(StepTable& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
                     bool unasked) {
-  const int32_t step = unasked ? StateMemo::Unasked(to) : to;
+  const auto step = static_cast<int16_t>(unasked ? StateMemo::Unasked(to) : to);
   for (int w = 0; w < 4; ++w) {
     for (uint64_t bits = alike[w]; bits; bits &= bits - 1) {
       int b = 64 * w + __builtin_ctzll(bits);
@@ -114,6 +135,23 @@ MemoPath::~MemoPath() {
     const ByteBits& bytes = memo_.Unrecorded(static_cast<int32_t>(id));
     if (bytes[0] | bytes[1] | bytes[2] | bytes[3]) parser_.AskItemsBytes(memo_.Set(static_cast<int32_t>(id)), bytes);
   }
+}
+
+ByteBits MemoPath::Scannable(size_t d, const ByteBits& bytes) {
+  const EarleySet& set = *path_[d];
+  ByteBits scannable, dead;
+  for (int w = 0; w < 4; ++w) {
+    scannable[w] = bytes[w] & set.next_bytes[w];
+    dead[w] = bytes[w] & ~set.next_bytes[w];
+  }
+  if (parser_.TracksReach()) {  // as a step on each dead byte would (RejectUnscannable, Advance)
+    if (id_[d] >= 0) {
+      memo_.MarkUnrecorded(id_[d], dead);
+    } else {
+      parser_.AskItemsBytes(set, dead);
+    }
+  }
+  return scannable;
 }
 
 bool MemoPath::RejectUnscannable(size_t d, uint8_t byte) {

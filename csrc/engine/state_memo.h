@@ -19,12 +19,16 @@ namespace xgr2 {
 
 // Per-byte bits of a memoized state's steps.
 using ByteBits = std::array<uint64_t, 4>;
+// A memoized state's step per byte: a state id, or one of StateMemo's codes. 16 bits
+// (ids are below kMaxStates): a fresh state's table is half a KiB to fill, and a cold
+// walk's fills were the most of its cache-missing writes.
+using StepTable = std::array<int16_t, 256>;
 
 // Sets the steps of the bytes of `alike` not yet known (StateMemo::kUnknown in `next`)
 // to `to`, the step just parsed on one of them (they step the state alike:
 // SameStepBytes), and marks them in `flagged` when `flag`. With `unasked`, they are
 // stored as StateMemo::Unasked(to): the walk must record the read at their first use.
-void FillAlikeSteps(std::array<int32_t, 256>& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
+void FillAlikeSteps(StepTable& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
                     bool unasked);
 
 class StateMemo {
@@ -41,6 +45,7 @@ class StateMemo {
   // items; past that it steps by parsing.
   static constexpr size_t kMaxStates = 4096;
   static constexpr size_t kMaxItems = 2048;
+  static_assert(-3 - static_cast<int32_t>(kMaxStates) >= INT16_MIN, "steps must fit a StepTable");
   // Walks over fewer tokens step by parsing: interning costs about one step, and a short
   // walk meets few states twice. Longer walks memoize whatever the states' size: inside
   // an identifier or a number even a state of a few items comes back at every byte (a C
@@ -50,6 +55,12 @@ class StateMemo {
   // 96 instead of 512 took builtin JSON's first 50 masks from 3.80M to 3.35M
   // instructions, Python's from 130.4M to 123.8M, tool calling's -1.2%.
   static constexpr size_t kMinTokens = 96;
+
+  StateMemo() = default;
+  // Gives the state blocks back to this thread's spares (TakeBlock).
+  ~StateMemo();
+  StateMemo(const StateMemo&) = delete;
+  StateMemo& operator=(const StateMemo&) = delete;
 
   // Sets standing for sets of the memo equal to them: (scratch set, interned set).
   using Aliases = std::vector<std::pair<const EarleySet*, const EarleySet*>>;
@@ -79,22 +90,32 @@ class StateMemo {
   void MarkUnrecorded(int32_t id, uint8_t byte) {
     states_[id]->unrecorded[byte >> 6] |= uint64_t{1} << (byte & 63);
   }
+  void MarkUnrecorded(int32_t id, const ByteBits& bytes) {
+    for (int w = 0; w < 4; ++w) states_[id]->unrecorded[w] |= bytes[w];
+  }
   size_t size() const { return states_.size(); }
   const ByteBits& Unrecorded(int32_t id) const { return states_[id]->unrecorded; }
   // An Unasked step of `byte`, now used: the plain step from now on.
   int32_t TakeUnasked(int32_t id, uint8_t byte) {
-    int32_t& step = states_[id]->next[byte];
-    return step = Unasked(step);  // Unasked is its own inverse
+    int16_t& step = states_[id]->next[byte];
+    step = static_cast<int16_t>(Unasked(step));  // Unasked is its own inverse
+    return step;
   }
 
  private:
   struct State {
     EarleySet set;
-    std::array<int32_t, 256> next;
+    StepTable next;
     ByteBits ended{};
     ByteBits unrecorded{};  // MarkUnrecorded
     uint64_t hash = 0;  // of the items, as Intern finds them
   };
+  static constexpr size_t kBlock = 16;  // states per block
+  // A block of states: one of the thread's spares, or new. Walks follow each other on
+  // a thread, and a spare block's memory is still in cache where a new one's is not
+  // (writing fresh step tables was a cold walk's main cache-missing write).
+  static std::unique_ptr<State[]> TakeBlock();
+  static std::vector<std::unique_ptr<State[]>>& Spares();  // this thread's
   std::vector<std::unique_ptr<State[]>> blocks_;  // the states, allocated in blocks
   std::vector<State*> states_;                     // by id
   std::vector<int32_t> slots_;                     // open addressing by State::hash; -1: empty
@@ -134,6 +155,10 @@ class MemoPath {
     }
     return StepParsing(d, byte, ended_now);
   }
+
+  // Of `bytes`, those that might step the path at depth d (the others it rejects, and
+  // records as asked as Step would): a trie walk then visits only those children.
+  ByteBits Scannable(size_t d, const ByteBits& bytes);
 
   // The interned state of the path at depth d, or -1 (not interned).
   int32_t StateId(size_t d) const { return id_[d]; }

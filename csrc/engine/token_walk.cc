@@ -27,7 +27,11 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
         [&](int32_t i) {
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) accept(sorted[t.first_pos[i] + k]);
         },
-        [](int32_t) {});
+        [](int32_t) {},
+        [&](size_t d, const ByteBits& children, ByteBits* visit) {
+          *visit = path.Scannable(d, children);
+          return true;
+        });
     return;
   }
   WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });

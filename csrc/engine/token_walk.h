@@ -2,6 +2,7 @@
 // prefixes (a trie walk over the sorted list) and skipping every token that extends a
 // rejected prefix.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <algorithm>
@@ -26,14 +27,48 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
 // depth: step(d, byte) extends the path at depth d (0: before the token) by the node's
 // byte and returns whether it lives; then on_alive(i) is called, else on_dead(i), and the
 // node's subtree is skipped (every token below fails at the same byte).
-template <class Step, class OnAlive, class OnDead>
-void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead) {
+//
+// At a wide node (TokenTrie::Wide; the root too when [begin, end) is the whole trie),
+// pick(d, children, &visit) may choose the children to step into: it returns true and
+// sets `visit`, a subset of the children's bytes, taking on itself what stepping into
+// the others would do (they are neither stepped nor reported dead); false: all.
+template <class Step, class OnAlive, class OnDead, class Pick>
+void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead,
+              Pick&& pick);
+
+template <class Step, class OnAlive, class OnDead, class Pick>
+bool WalkWideChildren(const TokenTrie& t, const TokenTrie::Wide& w, size_t d, Step&& step, OnAlive&& on_alive,
+                      OnDead&& on_dead, Pick&& pick) {
+  std::array<uint64_t, 4> visit;
+  if (!pick(d, w.bytes, &visit)) return false;
+  for (int word = 0; word < 4; ++word) {
+    for (uint64_t bits = visit[word]; bits; bits &= bits - 1) {
+      int32_t c = t.ChildOn(w, static_cast<uint8_t>(64 * word + __builtin_ctzll(bits)));
+      WalkTrie(t, c, t.nodes[c].next, step, on_alive, on_dead, pick);  // depth < kWideMaxDepth
+    }
+  }
+  return true;
+}
+
+template <class Step, class OnAlive, class OnDead, class Pick>
+void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead,
+              Pick&& pick) {
+  if (begin == 0 && end == t.size() && !t.wide_nodes.empty() && t.wide_nodes[0] == -1 &&
+      WalkWideChildren(t, t.wide[0], 0, step, on_alive, on_dead, pick)) {
+    return;
+  }
   for (int32_t i = begin; i < end;) {
-    if (step(static_cast<size_t>(t.nodes[i].depth) - 1, t.nodes[i].byte)) {
-      on_alive(i++);
-    } else {
+    const TokenTrie::Node& n = t.nodes[i];
+    if (!step(static_cast<size_t>(n.depth) - 1, n.byte)) {
       on_dead(i);
-      i = t.nodes[i].next;
+      i = n.next;
+      continue;
+    }
+    on_alive(i);
+    if (n.wide && WalkWideChildren(t, *t.WideOf(i), n.depth, step, on_alive, on_dead, pick)) {
+      i = n.next;
+    } else {
+      ++i;
     }
   }
 }

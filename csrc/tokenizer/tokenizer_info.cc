@@ -169,6 +169,46 @@ void TokenizerInfo::BuildTrie() {
   }
   for (int32_t i : open) t.nodes[i].next = t.size();
   t.first_pos.push_back(m);
+  IndexWideNodes(t);
+}
+
+void IndexWideNodes(TokenTrie& t) {
+  t.wide_nodes.clear();
+  t.wide.clear();
+  t.children.clear();
+  auto index = [&](int32_t node, int32_t begin, int32_t end) {
+    int count = 0;
+    for (int32_t c = begin; c < end; c = t.nodes[c].next) ++count;
+    if (count < TokenTrie::kWideChildren) return;
+    TokenTrie::Wide w;
+    w.first_child = static_cast<int32_t>(t.children.size());
+    for (int32_t c = begin; c < end; c = t.nodes[c].next) {
+      uint8_t b = t.nodes[c].byte;
+      w.bytes[b >> 6] |= uint64_t{1} << (b & 63);
+      t.children.push_back(c);
+    }
+    if (node >= 0) t.nodes[node].wide = true;
+    t.wide_nodes.push_back(node);
+    t.wide.push_back(w);
+  };
+  index(-1, 0, t.size());
+  for (int32_t i = 0; i < t.size(); ++i) {
+    t.nodes[i].wide = false;
+    if (t.nodes[i].depth < TokenTrie::kWideMaxDepth) index(i, i + 1, t.nodes[i].next);
+  }
+}
+
+const TokenTrie::Wide* TokenTrie::WideOf(int32_t i) const {
+  auto it = std::lower_bound(wide_nodes.begin(), wide_nodes.end(), i);
+  if (it == wide_nodes.end() || *it != i) return nullptr;
+  return &wide[it - wide_nodes.begin()];
+}
+
+int32_t TokenTrie::ChildOn(const Wide& w, uint8_t byte) const {
+  int word = byte >> 6;
+  int rank = __builtin_popcountll(w.bytes[word] & ((uint64_t{1} << (byte & 63)) - 1));
+  for (int k = 0; k < word; ++k) rank += __builtin_popcountll(w.bytes[k]);
+  return children[w.first_child + rank];
 }
 
 }  // namespace xgr2

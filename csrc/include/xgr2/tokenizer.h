@@ -1,6 +1,7 @@
 // A tokenizer's vocabulary as byte strings, sorted with prefix-trie ranges, plus
 // which ids are special (never grammar text) and which stop generation.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -26,13 +27,35 @@ struct TokenTrie {
     int32_t next = 0;    // one past the node's subtree
     uint16_t depth = 0;  // 1 for the root's children
     uint8_t byte = 0;
+    bool wide = false;   // listed in `wide` (IndexWideNodes)
   };
   std::vector<Node> nodes;
   std::vector<int32_t> first_pos;    // size() + 1 entries: first_pos.back() = number of tokens
   std::vector<uint16_t> num_tokens;  // tokens whose bytes end here (duplicates possible)
 
+  // Nodes with many children: their children's bytes and indices, so that a walk whose
+  // state scans few bytes steps only into those children and never reads the others'
+  // records (a cache miss each: siblings lie a whole subtree apart). The root, when
+  // wide, is wide_nodes[0] with node -1.
+  static constexpr int kWideChildren = 8;
+  static constexpr int kWideMaxDepth = 12;  // no deeper: bounds a walk's recursion
+  struct Wide {
+    std::array<uint64_t, 4> bytes{};  // the children's bytes
+    int32_t first_child = 0;          // the children, in byte order, from children[first_child]
+  };
+  std::vector<int32_t> wide_nodes;  // ascending
+  std::vector<Wide> wide;           // by position in wide_nodes
+  std::vector<int32_t> children;
+
   int32_t size() const { return static_cast<int32_t>(nodes.size()); }
+  // The wide entry of node i (-1: the root); null when it has none.
+  const Wide* WideOf(int32_t i) const;
+  // The child of wide entry `w` on `byte`, which must be among w.bytes.
+  int32_t ChildOn(const Wide& w, uint8_t byte) const;
 };
+
+// Fills the wide-node index of `t` (TokenTrie::wide): its nodes must be complete.
+void IndexWideNodes(TokenTrie& t);
 
 enum class VocabType : uint8_t {
   kRaw,           // tokens are their UTF-8 text
