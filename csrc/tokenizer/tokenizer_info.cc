@@ -187,6 +187,7 @@ void IndexWideNodes(TokenTrie& t) {
       w.bytes[b >> 6] |= uint64_t{1} << (b & 63);
       t.children.push_back(c);
     }
+    for (int k = 1; k < 4; ++k) w.rank_before[k] = static_cast<uint8_t>(w.rank_before[k - 1] + __builtin_popcountll(w.bytes[k - 1]));
     if (node >= 0) t.nodes[node].wide = true;
     t.wide_nodes.push_back(node);
     t.wide.push_back(w);
@@ -196,19 +197,17 @@ void IndexWideNodes(TokenTrie& t) {
     t.nodes[i].wide = false;
     if (t.nodes[i].depth < TokenTrie::kWideMaxDepth) index(i, i + 1, t.nodes[i].next);
   }
-}
-
-const TokenTrie::Wide* TokenTrie::WideOf(int32_t i) const {
-  auto it = std::lower_bound(wide_nodes.begin(), wide_nodes.end(), i);
-  if (it == wide_nodes.end() || *it != i) return nullptr;
-  return &wide[it - wide_nodes.begin()];
-}
-
-int32_t TokenTrie::ChildOn(const Wide& w, uint8_t byte) const {
-  int word = byte >> 6;
-  int rank = __builtin_popcountll(w.bytes[word] & ((uint64_t{1} << (byte & 63)) - 1));
-  for (int k = 0; k < word; ++k) rank += __builtin_popcountll(w.bytes[k]);
-  return children[w.first_child + rank];
+  // Slots: a power of two, at least twice the entries.
+  int bits = 1;
+  while ((size_t{1} << bits) < 2 * t.wide_nodes.size()) ++bits;
+  t.wide_shift = 32 - bits;
+  t.wide_slots.assign(t.wide_nodes.empty() ? 0 : size_t{1} << bits, 0);
+  size_t mask = t.wide_slots.size() - 1;
+  for (size_t k = 0; k < t.wide_nodes.size(); ++k) {
+    size_t s = (static_cast<uint32_t>(t.wide_nodes[k]) * TokenTrie::kWideHash) >> t.wide_shift;
+    while (t.wide_slots[s] != 0) s = (s + 1) & mask;
+    t.wide_slots[s] = static_cast<int32_t>(k + 1);
+  }
 }
 
 }  // namespace xgr2

@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "support/bit_words.h"
+
 namespace xgr2 {
 
 // The tokens' byte trie in preorder, one entry per trie node except the root. A node's
@@ -40,18 +42,36 @@ struct TokenTrie {
   static constexpr int kWideChildren = 8;
   static constexpr int kWideMaxDepth = 12;  // no deeper: bounds a walk's recursion
   struct Wide {
-    std::array<uint64_t, 4> bytes{};  // the children's bytes
-    int32_t first_child = 0;          // the children, in byte order, from children[first_child]
+    std::array<uint64_t, 4> bytes{};     // the children's bytes
+    int32_t first_child = 0;             // the children, in byte order, from children[first_child]
+    std::array<uint8_t, 4> rank_before{};  // children on the bytes of the words before each word
   };
   std::vector<int32_t> wide_nodes;  // ascending
   std::vector<Wide> wide;           // by position in wide_nodes
   std::vector<int32_t> children;
+  // An open-addressing index of wide_nodes (position + 1; 0 = empty slot): a walk meets
+  // a wide node at every few nodes, and a binary search there cost more than the step.
+  std::vector<int32_t> wide_slots;
+  int wide_shift = 32;  // slot = (node * kWideHash) >> wide_shift
+  static constexpr uint32_t kWideHash = 0x9E3779B1u;
 
   int32_t size() const { return static_cast<int32_t>(nodes.size()); }
   // The wide entry of node i (-1: the root); null when it has none.
-  const Wide* WideOf(int32_t i) const;
+  const Wide* WideOf(int32_t i) const {
+    if (wide_slots.empty()) return nullptr;
+    size_t mask = wide_slots.size() - 1;
+    for (size_t s = (static_cast<uint32_t>(i) * kWideHash) >> wide_shift;; s = (s + 1) & mask) {
+      int32_t k = wide_slots[s];
+      if (k == 0) return nullptr;
+      if (wide_nodes[k - 1] == i) return &wide[k - 1];
+    }
+  }
   // The child of wide entry `w` on `byte`, which must be among w.bytes.
-  int32_t ChildOn(const Wide& w, uint8_t byte) const;
+  int32_t ChildOn(const Wide& w, uint8_t byte) const {
+    int word = byte >> 6;
+    uint64_t below = w.bytes[word] & ((uint64_t{1} << (byte & 63)) - 1);
+    return children[w.first_child + w.rank_before[word] + PopCount64(below)];
+  }
 };
 
 // Fills the wide-node index of `t` (TokenTrie::wide): its nodes must be complete.
