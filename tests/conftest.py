@@ -140,3 +140,22 @@ def byte_fallback_tokenizer_info(byte_fallback_hf_tokenizer):
 def byte_tokenizer_info():
     """Raw vocabulary of the 256 single bytes plus a stop token: any text is one token per byte."""
     return xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
+
+
+@pytest.fixture
+def classify_always(monkeypatch):
+    """Cold states classify their nodes at once, never by a direct walk (xgr2's default
+    walks sparse cold states directly): for the tests of the classification itself and
+    of the caches that hold it."""
+    import xgr2._compiler
+
+    monkeypatch.setattr(xgr2._compiler, "_DIRECT_COLD_WALKS", False)
+
+
+@pytest.fixture(params=["direct_cold_walks", "classify_always"])
+def cold_walk_mode(request, monkeypatch):
+    """Both ways of a first visit: the default (sparse cold states walked directly) and
+    classifying at once. For the mask oracles, which must hold either way."""
+    import xgr2._compiler
+
+    monkeypatch.setattr(xgr2._compiler, "_DIRECT_COLD_WALKS", request.param == "direct_cold_walks")

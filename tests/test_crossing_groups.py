@@ -18,6 +18,9 @@ import pytest
 
 import xgr2
 
+# Exact with direct cold walks (the default) and with every node classified.
+pytestmark = pytest.mark.usefixtures("cold_walk_mode")
+
 
 def oracle_mask(state, vocab_size):
     return np.fromiter((state.try_advance(t) is not None for t in range(vocab_size)), dtype=bool, count=vocab_size)

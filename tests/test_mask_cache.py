@@ -14,6 +14,9 @@ import xgr2
 from grammars import EBNF
 from xgr2._compiler import _compile_full_walk as full_walk
 
+# The classification and its caches, on every state (no direct cold walks).
+pytestmark = pytest.mark.usefixtures("classify_always")
+
 # Grammars that stress the context-dependent (uncertain) tokens: rules ending inside
 # tokens, shared sub-rules with different followers, recursion through the root,
 # nullable rules between terminals.

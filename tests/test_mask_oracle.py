@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 import xgr2
 from grammars import ALPHABET, EBNF, JSON
 
+# Exact with direct cold walks (the default) and with every node classified.
+pytestmark = pytest.mark.usefixtures("cold_walk_mode")
+
 TOKENIZERS = ["llama3", "byte_fallback"]
 # (random walks, steps per walk) per tokenizer: the Llama-3 oracle costs ~0.1 s a state.
 WALKS = {"llama3": (3, 15), "byte_fallback": (8, 20)}

@@ -21,6 +21,9 @@ import pytest
 import xgr2
 from reference_recognizer import CHARS, Recognizer, random_grammar, to_ebnf
 
+# Exact with direct cold walks (the default) and with every node classified.
+pytestmark = pytest.mark.usefixtures("cold_walk_mode")
+
 STOP, SPECIAL = b"</s>", b"<s>"
 
 

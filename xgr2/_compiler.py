@@ -13,6 +13,11 @@ from ._frozen import Frozen, init_slots
 from ._grammar import Grammar
 from ._tokenizer import TokenizerInfo
 
+# Tests only: False makes every cold state classify its nodes at once, as before direct
+# cold walks (docs/design.md, "Cold states"), so that the classification's own tests
+# exercise it on every state.
+_DIRECT_COLD_WALKS = True
+
 MatcherState = _core.MatcherState
 
 # Version of the pickled form of CompiledGrammar; bump it when that form changes.
@@ -85,6 +90,7 @@ class CompiledGrammar(Frozen):
         core = _core.CompiledGrammarCore(
             grammar._ir, tokenizer_info._core, mask_cache=bool(_mask_cache), precompute_all=precompute == "all",
             precompute_costliest=precompute if isinstance(precompute, int) else 0,
+            direct_cold_walks=_DIRECT_COLD_WALKS,
         )
         init_slots(self, _core=core, _grammar=grammar, _tokenizer_info=tokenizer_info, _precompute=precompute,
                    _mask_cache=bool(_mask_cache))
@@ -196,7 +202,7 @@ class _LruCache:
     """A :class:`Compiler`'s mutable part: its entries and statistics, under ``lock``."""
 
     def __init__(self) -> None:
-        self.entries: OrderedDict[tuple[Any, str, str | int], CompiledGrammar] = OrderedDict()
+        self.entries: OrderedDict[tuple[Any, str, str | int, bool], CompiledGrammar] = OrderedDict()
         self.lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -253,7 +259,11 @@ class Compiler(Frozen):
         Args:
             grammar: the grammar.
             precompute: ``"none"`` computes each parser node's token classification the
-                first time a state needs it (JIT); ``"all"`` computes them all now, for a
+                first time a state needs it (JIT), except that a state scanning few first
+                bytes (a value after ``"key":``, a number, a name) whose classification is
+                not cached yet gets its mask by a direct walk of the vocabulary, and its
+                nodes are classified at their 8th such visit: no first-visit stall there;
+                ``"all"`` computes them all now, for a
                 flat per-token latency; a number computes that many of the costliest ones
                 now and the rest on first use (see :meth:`CompiledGrammar.precompute_masks`).
         """
@@ -267,7 +277,7 @@ class Compiler(Frozen):
             with lru.lock:
                 lru.misses += 1
             return CompiledGrammar(grammar, self.tokenizer_info, precompute=precompute)
-        key = (grammar._source or ("text", str(grammar)), grammar.root, precompute)
+        key = (grammar._source or ("text", str(grammar)), grammar.root, precompute, _DIRECT_COLD_WALKS)
         with lru.lock:
             cached = lru.entries.get(key)
             if cached is not None:

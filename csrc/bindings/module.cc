@@ -331,13 +331,14 @@ NB_MODULE(_core, m) {
       .def(
           "__init__",
           [](CompiledGrammar* self, const ParsedGrammar& g, std::shared_ptr<TokenizerInfo> tok, bool mask_cache,
-             bool precompute_all, int64_t precompute_costliest) {
+             bool precompute_all, int64_t precompute_costliest, bool direct_cold_walks) {
             nb::gil_scoped_release release;
-            new (self) CompiledGrammar(g.ir, g.fsm, std::move(tok),
-                                       CompileOptions{mask_cache, precompute_all, precompute_costliest});
+            new (self) CompiledGrammar(
+                g.ir, g.fsm, std::move(tok),
+                CompileOptions{mask_cache, precompute_all, precompute_costliest, direct_cold_walks});
           },
           "grammar"_a, "tokenizer"_a, "mask_cache"_a = true, "precompute_all"_a = false,
-          "precompute_costliest"_a = 0)
+          "precompute_costliest"_a = 0, "direct_cold_walks"_a = true)
       .def_prop_ro("num_cached_node_masks", &CompiledGrammar::NumCachedNodeMasks)
       .def_prop_ro("num_automaton_nodes", &CompiledGrammar::NumAutomatonNodes)
       .def("_make_lookup_keys", &CompiledGrammar::MakeLookupKeys, "radius"_a, "repeats"_a,

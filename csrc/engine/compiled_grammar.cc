@@ -43,7 +43,8 @@ CompiledGrammar::CompiledGrammar(GrammarPtr grammar, std::shared_ptr<const Gramm
   EarleyParser(impl->fsm(), ThreadScratch()).Initial(initial.get());
   impl->initial = std::move(initial);
   if (options.mask_cache) {
-    impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm_owner, *impl->tokenizer, MaskPoolFor(*impl->tokenizer));
+    impl->mask_cache = std::make_unique<TokenMaskCache>(impl->fsm_owner, *impl->tokenizer,
+                                                        MaskPoolFor(*impl->tokenizer), options.direct_cold_walks);
     if (options.precompute_all) {
       impl->mask_cache->PrecomputeAll();
     } else if (options.precompute_costliest > 0) {

@@ -78,13 +78,13 @@ void MatcherState::FillBitmask(uint32_t* words) const {
   size_t num_words = (static_cast<size_t>(tok.vocab_size()) + 31) / 32;
   std::memset(words, 0, num_words * sizeof(uint32_t));
   if (terminated_) return;
-  if (set_->accepting) {
-    for (int32_t id : tok.stop_ids()) words[id >> 5] |= uint32_t{1} << (id & 31);
-  }
   if (grammar_->mask_cache) {
     grammar_->mask_cache->FillBitmask(*set_, words);
   } else {
     WalkAcceptedTokens(grammar_->fsm(), tok, *set_, nullptr, 0, words);
+  }
+  if (set_->accepting) {
+    for (int32_t id : tok.stop_ids()) words[id >> 5] |= uint32_t{1} << (id & 31);
   }
   AddTokensById(grammar_->fsm(), tok, *set_, words);
 }

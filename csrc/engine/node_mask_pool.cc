@@ -96,7 +96,7 @@ NodeMaskPool::Value NodeMaskPool::InsertAny(Kind kind, std::string_view key, Val
   return value;
 }
 
-NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const Matches& matches) {
+NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const Matches& matches, bool count_miss) {
   std::shared_ptr<const KeyList> keys;  // immutable: matched outside the lock
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -112,8 +112,10 @@ NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const 
       }
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  ++misses_;
+  if (count_miss) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++misses_;
+  }
   return nullptr;
 }
 

@@ -96,9 +96,10 @@ class NodeMaskPool {
   }
   using Matches = std::function<bool(const std::string&)>;
   template <class T>
-  std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const Matches& matches) {
+  std::shared_ptr<const T> FindByReach(Kind kind, const std::string& core, const Matches& matches,
+                                       bool count_miss = true) {
     CheckType<T>(kind);
-    return std::static_pointer_cast<const T>(FindByReachAny(core, matches));
+    return std::static_pointer_cast<const T>(FindByReachAny(core, matches, count_miss));
   }
   template <class T>
   std::shared_ptr<const T> InsertByReach(Kind kind, const std::string& core, std::string key,
@@ -152,7 +153,7 @@ class NodeMaskPool {
   };
   Value FindAny(Kind kind, std::string_view key);
   Value InsertAny(Kind kind, std::string_view key, Value value, int64_t bytes);
-  Value FindByReachAny(const std::string& core, const Matches& matches);
+  Value FindByReachAny(const std::string& core, const Matches& matches, bool count_miss);
   Value InsertByReachAny(const std::string& core, std::string full, Value value, int64_t bytes);
   // Callers hold mu_.
   Value FindLocked(const std::string& full_key);

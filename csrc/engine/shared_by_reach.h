@@ -34,11 +34,13 @@ inline size_t PoolBytes(const ContextTokens& c) {
 // `also` is appended to every key: whatever else the result depends on. Lookups go
 // through an index keyed by the ball of radius 1 (BallKey), which tells most
 // structures apart (the bytes out of the node), and try the reach keys stored there.
+// A `probe` only looks (compute is not called; a miss is not counted: the caller may
+// look again to compute).
 template <class T, class Compute>
 std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
                                        const std::vector<std::vector<int32_t>>* call_targets,
                                        const std::string& also, NodeMaskPool& pool, NodeMaskPool::Kind kind,
-                                       Compute&& compute) {
+                                       Compute&& compute, bool probe = false) {
   const std::string_view prefix = NodeMaskPool::KeyPrefix(kind);
   std::string core;
   {
@@ -53,8 +55,9 @@ std::shared_ptr<const T> SharedByReach(const GrammarFsm& fsm, const std::vector<
     auto matches = [&](const std::string& key) {
       return MatchesReachKey(fsm, roots, call_targets, key, prefix.size(), also.size(), kMaxKeyNodes);
     };
-    if (auto found = pool.FindByReach<T>(kind, core, matches)) return found;
+    if (auto found = pool.FindByReach<T>(kind, core, matches, !probe)) return found;
   }
+  if (probe) return nullptr;
   NodeSet reached(fsm.NumNodes());
   bool keep = true;
   std::shared_ptr<const T> value = compute(&reached, &keep);

@@ -8,17 +8,23 @@
 #include "engine/token_walk.h"
 #include "grammar/fsm.h"
 #include "grammar/fsm_key.h"
+#include "support/bit_words.h"
 
 namespace xgr2 {
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const TokenizerInfo& tok,
-                               std::shared_ptr<NodeMaskPool> pool)
+                               std::shared_ptr<NodeMaskPool> pool, bool direct_cold_walks)
     : fsm_(*fsm),
       tok_(tok),
       pool_(std::move(pool)),
       grammar_id_(pool_->GrammarId(fsm)),
-      masks_(new std::atomic<const NodeMask*>[fsm->NumNodes()]) {
-  for (int32_t i = 0; i < fsm_.NumNodes(); ++i) masks_[i].store(nullptr, std::memory_order_relaxed);
+      masks_(new std::atomic<const NodeMask*>[fsm->NumNodes()]),
+      direct_cold_walks_(direct_cold_walks),
+      direct_visits_(new std::atomic<uint8_t>[fsm->NumNodes()]) {
+  for (int32_t i = 0; i < fsm_.NumNodes(); ++i) {
+    masks_[i].store(nullptr, std::memory_order_relaxed);
+    direct_visits_[i].store(0, std::memory_order_relaxed);
+  }
   call_targets_.resize(fsm_.rule_start.size());
   for (const FsmEdge& e : fsm_.edges) {
     if (e.rule >= 0) call_targets_[e.rule].push_back(e.target);
@@ -42,8 +48,12 @@ TokenMaskCache::~TokenMaskCache() {
 }
 
 const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
+  return *Lookup(node, true, all_contexts);
+}
+
+const NodeMask* TokenMaskCache::Lookup(int32_t node, bool compute, bool all_contexts) const {
   const NodeMask* m = masks_[node].load(std::memory_order_acquire);
-  if (m) return *m;
+  if (m) return m;
   NodeMaskPool& pool = *pool_;
   std::string same = SameKey('n', &node, sizeof(node));
   std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
@@ -62,7 +72,8 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
       inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kStructInner, by_structure);
     }
     if (!inner) {
-      inner = Classify(node);
+      inner = Classify(node, compute);
+      if (!inner) return nullptr;  // not computed anywhere yet, and not to be computed now
       if (structure >= 0) {
         int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
         inner = pool.Insert(NodeMaskPool::Kind::kStructInner, by_structure, std::move(inner), bytes);
@@ -82,12 +93,12 @@ const NodeMask& TokenMaskCache::Get(int32_t node, bool all_contexts) const {
   const NodeMask* expected = nullptr;
   if (!masks_[node].compare_exchange_strong(expected, fresh, std::memory_order_acq_rel)) {
     delete fresh;  // another thread finished first
-    return *expected;
+    return expected;
   }
-  return *fresh;
+  return fresh;
 }
 
-std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node) const {
+std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node, bool compute) const {
   auto classify = [&](NodeSet* reached, bool* keep) -> std::shared_ptr<InnerMask> {
     // A node most of whose first bytes step like a sibling's (free text after a partial
     // tag) takes those tokens from the sibling's mask, when this grammar has it, and
@@ -98,13 +109,18 @@ std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node) const {
     *keep = false;
     return ClassifyInner(fsm_, tok_, node, pool_.get(), nullptr, theirs->inner.get(), &steps);
   };
-  return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify);
+  return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify, !compute);
 }
 
 const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const {
+  return *FindContext(mask, node, origin, true);
+}
+
+const ContextTokens* TokenMaskCache::FindContext(const NodeMask& mask, int32_t node, const EarleySet& origin,
+                                                 bool compute) const {
   constexpr size_t kFewUncertain = 16;  // not worth a context of their own
-  if (mask.inner->crossing.empty()) return mask.any_context;  // empty
-  if (mask.has_uncertain && mask.any_context.uncertain.size() <= kFewUncertain) return mask.any_context;
+  if (mask.inner->crossing.empty()) return &mask.any_context;  // empty
+  if (mask.has_uncertain && mask.any_context.uncertain.size() <= kFewUncertain) return &mask.any_context;
   // The nodes where this item's callers go on after its rule: the key of the context.
   thread_local std::vector<int32_t> follow;
   follow.clear();
@@ -121,7 +137,7 @@ const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t nod
   {
     std::shared_lock<std::shared_mutex> lock(context_mu_);
     auto it = contexts_.find(key);
-    if (it != contexts_.end()) return *it->second;
+    if (it != contexts_.end()) return it->second.get();
   }
   // The node's crossing tokens that can go on in this context: certain where they live
   // on inside the callers' rules, uncertain where they end one (past it any context is
@@ -139,10 +155,10 @@ const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t nod
   Lists found = pool.Find<ContextTokens>(NodeMaskPool::Kind::kSameContext, same);
   if (found) {
     std::unique_lock<std::shared_mutex> lock(context_mu_);
-    return *contexts_.emplace(std::move(key), std::move(found)).first->second;
+    return contexts_.emplace(std::move(key), std::move(found)).first->second.get();
   }
   std::string inner_id(reinterpret_cast<const char*>(&mask.inner->id), sizeof(mask.inner->id));
-  auto compute = [&](NodeSet* reached, bool* keep) -> Lists {
+  auto context_walk = [&](NodeSet* reached, bool* keep) -> Lists {
     auto narrowed = std::make_shared<ContextTokens>();
     if (mask.has_uncertain) {
       const TokenList& all = mask.any_context.uncertain;
@@ -163,15 +179,54 @@ const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t nod
     return narrowed;
   };
   found = SharedByReach<ContextTokens>(fsm_, roots, &call_targets_, inner_id, pool, NodeMaskPool::Kind::kContext,
-                                       compute);
+                                       context_walk, !compute);
+  if (!found) return nullptr;  // not walked anywhere yet, and not to be walked now
   int64_t bytes = static_cast<int64_t>(PoolBytes(*found));
   found = pool.Insert(NodeMaskPool::Kind::kSameContext, same, std::move(found), bytes);
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   auto inserted = contexts_.emplace(std::move(key), std::move(found));
-  return *inserted.first->second;  // another thread's, if it was first
+  return inserted.first->second.get();  // another thread's, if it was first
 }
 
 void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
+  if (!direct_cold_walks_) {
+    FillFromCache(set, words, false);
+    return;
+  }
+  if (FillFromCache(set, words, true)) return;
+  // Something is computed for the first time here. A state that scans few first bytes
+  // (a value after `"key":`, a number, a tool name) takes its mask by a direct walk of
+  // the vocabulary instead: a few thousand trie steps, where classifying its nodes and
+  // walking their crossing tokens in this context costs several times that. Its nodes
+  // are classified at their kVisitsBeforeClassifying-th such visit in this grammar, so
+  // a node met once (most of a tool call's) never pays the classification, and one met
+  // often pays it once. Dense states (string content, free text) classify at once.
+  const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
+  auto clear = [&] { std::memset(words, 0, num_words * sizeof(uint32_t)); };
+  clear();
+  int scannable = 0;
+  for (uint64_t w : set.next_bytes) scannable += PopCount64(w);
+  if (scannable <= kSparseBytes && CountDirectVisit(set) &&
+      WalkAcceptedTokens(fsm_, tok_, set, nullptr, 0, words, kDirectWalkSteps)) {
+    return;
+  }
+  clear();
+  FillFromCache(set, words, false);
+}
+
+bool TokenMaskCache::CountDirectVisit(const EarleySet& set) const {
+  thread_local std::vector<EarleyItem> kernel;
+  KernelOf(set, &kernel);
+  bool direct = true;
+  for (const EarleyItem& it : kernel) {
+    uint8_t seen = direct_visits_[it.node].load(std::memory_order_relaxed);
+    if (seen + 1 >= kVisitsBeforeClassifying) direct = false;
+    if (seen < 255) direct_visits_[it.node].store(static_cast<uint8_t>(seen + 1), std::memory_order_relaxed);
+  }
+  return direct;
+}
+
+bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only) const {
   // Only kernel items matter: an item predicted in this set (origin == this set) is
   // part of the closure of the kernel item that predicted it, and a node's mask is
   // computed from its whole closure. In the initial set the kernel is the root's start.
@@ -187,40 +242,28 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // classification would walk the callee again for every call site, and share it with
   // no other. One level: a start is taken whatever it calls.
   thread_local std::vector<EarleyItem> kernel;
-  thread_local std::vector<int32_t> uncertain, run, merged, promoted;
-  kernel.clear();
-  promoted.clear();
-  int32_t root_start = fsm_.rule_start[fsm_.root];
-  for (const EarleyItem& it : set.items) {
-    bool initial_root = set.initial && it.node == root_start;
-    if (it.origin == &set && !initial_root) continue;  // predicted here
-    if (it.origin != &set && CallsOnlyWideLoops(it.node)) {
-      for (int32_t e = fsm_.rule_edge_begin[it.node]; e < fsm_.edge_begin[it.node + 1]; ++e) {
-        promoted.push_back(fsm_.edges[e].rule);
-      }
-    } else {
-      kernel.push_back(it);
-    }
+  thread_local std::vector<int32_t> uncertain, run, merged;
+  KernelOf(set, &kernel);
+  // Everything cached first (a lookup-only fill stops at the first miss, before writing).
+  thread_local std::vector<const NodeMask*> masks;
+  thread_local std::vector<const ContextTokens*> contexts;
+  masks.clear();
+  contexts.clear();
+  for (const EarleyItem& it : kernel) {
+    masks.push_back(Lookup(it.node, !lookup_only, false));
+    if (!masks.back()) return false;
   }
-  if (!promoted.empty()) {
-    for (const EarleyItem& it : set.items) {
-      int32_t rule = fsm_.node_rule[it.node];
-      if (it.origin == &set && it.node == fsm_.rule_start[rule] &&
-          std::find(promoted.begin(), promoted.end(), rule) != promoted.end()) {
-        kernel.push_back(it);
-      }
-    }
+  for (size_t k = 0; k < kernel.size(); ++k) {
+    contexts.push_back(FindContext(*masks[k], kernel[k].node, *kernel[k].origin, !lookup_only));
+    if (!contexts.back()) return false;
   }
-  for (const EarleyItem& it : kernel) Get(it.node).OrInto(words);
+  for (const NodeMask* m : masks) m->OrInto(words);
   // The tokens each item's callers' context accepts for certain; only the uncertain ones
   // that nothing accepted need the full parser: filter each item's (sorted) list,
   // narrowed to its callers' context, before merging.
   const std::vector<int32_t>& sorted = tok_.sorted_ids();
-  thread_local std::vector<const ContextTokens*> contexts;
-  contexts.clear();
-  for (const EarleyItem& it : kernel) {
-    contexts.push_back(&ContextIn(Get(it.node), it.node, *it.origin));
-    for (int32_t pos : contexts.back()->certain) words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31);
+  for (const ContextTokens* context : contexts) {
+    for (int32_t pos : context->certain) words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31);
   }
   uncertain.clear();
   for (const ContextTokens* context : contexts) {
@@ -238,7 +281,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     merged.erase(end, merged.end());
     uncertain.swap(merged);
   }
-  if (uncertain.empty()) return;
+  if (uncertain.empty()) return true;
   // States with the same parse structure accept the same tokens (inside a string, every
   // character leads to such a state): reuse the walk's result. It holds the certain
   // tokens too: another grammar with these automata (compiled with precompute) may
@@ -252,7 +295,10 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   if (memo) {
     std::shared_lock<std::shared_mutex> lock(context_mu_);
     auto it = walk_results_.find(signature);
-    if (it != walk_results_.end()) return apply(*it->second);
+    if (it != walk_results_.end()) {
+      apply(*it->second);
+      return true;
+    }
   }
   // Then the pool's, for this grammar compiled before.
   std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
@@ -261,8 +307,9 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   if (ids) {
     apply(*ids);
   } else {
+    if (lookup_only) return false;
     WalkAcceptedTokens(fsm_, tok_, set, uncertain.data(), uncertain.size(), words);
-    if (!memo) return;
+    if (!memo) return true;
     auto accepted = std::make_shared<std::vector<int32_t>>();
     for (int32_t pos : uncertain) {
       int32_t id = sorted[pos];
@@ -277,6 +324,33 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   std::unique_lock<std::shared_mutex> lock(context_mu_);
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
   walk_results_.emplace(signature, std::move(ids));
+  return true;
+}
+
+void TokenMaskCache::KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const {
+  thread_local std::vector<int32_t> promoted;
+  kernel->clear();
+  promoted.clear();
+  int32_t root_start = fsm_.rule_start[fsm_.root];
+  for (const EarleyItem& it : set.items) {
+    bool initial_root = set.initial && it.node == root_start;
+    if (it.origin == &set && !initial_root) continue;  // predicted here
+    if (it.origin != &set && CallsOnlyWideLoops(it.node)) {
+      for (int32_t e = fsm_.rule_edge_begin[it.node]; e < fsm_.edge_begin[it.node + 1]; ++e) {
+        promoted.push_back(fsm_.edges[e].rule);
+      }
+    } else {
+      kernel->push_back(it);
+    }
+  }
+  if (promoted.empty()) return;
+  for (const EarleyItem& it : set.items) {
+    int32_t rule = fsm_.node_rule[it.node];
+    if (it.origin == &set && it.node == fsm_.rule_start[rule] &&
+        std::find(promoted.begin(), promoted.end(), rule) != promoted.end()) {
+      kernel->push_back(it);
+    }
+  }
 }
 
 bool TokenMaskCache::CallsOnlyWideLoops(int32_t node) const {

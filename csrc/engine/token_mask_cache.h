@@ -56,7 +56,10 @@ class TokenMaskCache {
   // `pool`: the vocabulary's cross-grammar cache (MaskPoolFor), shared with other grammars.
   // Finds the automata's id there (NodeMaskPool::GrammarId) right away: a hash of the
   // automata, part of compiling rather than of the first mask.
-  TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool);
+  // `direct_cold_walks`: see FillBitmask (false: always classify, as the tests of the
+  // classification want).
+  TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const TokenizerInfo& tok, std::shared_ptr<NodeMaskPool> pool,
+                 bool direct_cold_walks);
   ~TokenMaskCache();
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
@@ -73,7 +76,8 @@ class TokenMaskCache {
   // PrecomputeCostliest would (costliest first): a background job's pieces.
   std::vector<int32_t> MissingNodes() const;
   std::vector<int32_t> CostliestNodes(int64_t count) const;
-  // Writes (ORs) the text tokens allowed from `set` into `words`.
+  // Writes the text tokens allowed from `set` into `words` (all zero before): from the
+  // node masks, or by a direct walk where they are not cached yet and the walk is small.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 
   int32_t NumComputed() const;
@@ -82,13 +86,28 @@ class TokenMaskCache {
  private:
   // The node's classification: found in the pool by the structure around it, or
   // walked, partly taken from a sibling's (SiblingSteps) where this grammar has it.
-  std::shared_ptr<const InnerMask> Classify(int32_t node) const;
+  // Without `compute`, only found (null when not).
+  std::shared_ptr<const InnerMask> Classify(int32_t node, bool compute) const;
+  // Get, or without `compute` only what is cached (null when nothing is).
+  const NodeMask* Lookup(int32_t node, bool compute, bool all_contexts) const;
 
   // The node's crossing tokens that go on where the callers waiting in `origin`
   // continue, certain or uncertain (ContextTokens), computed once per (node,
   // continuation nodes) and shared with grammars of the same structure around there
   // through the pool.
   const ContextTokens& ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+  const ContextTokens* FindContext(const NodeMask& mask, int32_t node, const EarleySet& origin, bool compute) const;
+
+  // ORs the text tokens allowed from `set` into `words` from the node masks, computing
+  // what is missing; with `lookup_only`, computes nothing and returns false (`words`
+  // partly written) when some classification, context or walk result is neither in
+  // this cache nor in the pool yet.
+  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only) const;
+  // The items whose node masks make the set's (see FillFromCache).
+  void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
+  // Counts a cold visit of the set's kernel nodes; false once one of them has had
+  // enough direct walks to be classified now.
+  bool CountDirectVisit(const EarleySet& set) const;
 
   // Whether the node has no byte edge and only calls rules that are wide_loop_.
   bool CallsOnlyWideLoops(int32_t node) const;
@@ -98,6 +117,12 @@ class TokenMaskCache {
   std::string SameKey(char tag, const void* what, size_t size) const;
 
   static constexpr size_t kMaxSignatureItems = 1024;  // larger states are not memoized
+  // Direct walks of cold states (FillBitmask): at most this many first bytes scannable,
+  // at most this many trie steps (sparse walks take under 2,000 in Llama-3), and the
+  // visit of a node at which it is classified instead.
+  static constexpr int kSparseBytes = 64;
+  static constexpr int64_t kDirectWalkSteps = 4096;
+  static constexpr int kVisitsBeforeClassifying = 8;
   static constexpr size_t kMaxWalkResults = 4096;
 
   const GrammarFsm& fsm_;
@@ -112,6 +137,8 @@ class TokenMaskCache {
   std::vector<uint8_t> wide_loop_;
   int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
+  bool direct_cold_walks_;
+  std::unique_ptr<std::atomic<uint8_t>[]> direct_visits_;  // per node: cold direct walks so far
   mutable std::shared_mutex context_mu_;  // guards the two maps below
   mutable std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> contexts_;
   // Uncertain tokens the full parser accepted, by ParseSignature of the state.

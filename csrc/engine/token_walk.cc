@@ -1,6 +1,7 @@
 #include "engine/token_walk.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -10,15 +11,17 @@
 
 namespace xgr2 {
 
-void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
-                        const int32_t* positions, size_t count, uint32_t* words) {
+bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
+                        const int32_t* positions, size_t count, uint32_t* words, int64_t max_steps) {
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   EarleyParser parser(fsm, ThreadScratch());
   size_t max_depth = static_cast<size_t>(tok.max_token_bytes()) + 1;
   thread_local ScratchSets sets;
   // The start's items have persistent origins, so the walk's states can be interned.
   MemoPath path(parser, sets.Get(max_depth), max_depth, start, nullptr, !positions || count >= StateMemo::kMinTokens);
-  auto step = [&](size_t d, uint8_t byte) { return path.Step(d, byte); };
+  // Over budget, every step fails, so the walk unwinds without entering any subtree.
+  int64_t steps_left = max_steps < 0 ? INT64_MAX : max_steps;
+  auto step = [&](size_t d, uint8_t byte) { return --steps_left >= 0 && path.Step(d, byte); };
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();
@@ -29,12 +32,13 @@ void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
         },
         [](int32_t) {},
         [&](size_t d, const ByteBits& children, ByteBits* visit) {
-          *visit = path.Scannable(d, children);
+          *visit = steps_left > 0 ? path.Scannable(d, children) : ByteBits{};
           return true;
         });
-    return;
+  } else {
+    WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });
   }
-  WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });
+  return steps_left >= 0;
 }
 
 }  // namespace xgr2

@@ -115,8 +115,10 @@ void WalkPositions(const TokenizerInfo& tok, const int32_t* positions, size_t co
 }
 
 // Sets the bit of every token, among the sorted-vocabulary positions `positions[0..count)`
-// (ascending; all positions when null), that the parser accepts from `start`.
-void WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
-                        const int32_t* positions, size_t count, uint32_t* words);
+// (ascending; all positions when null), that the parser accepts from `start`. With
+// `max_steps` >= 0, gives up after that many trie steps and returns false (`words`
+// partly written).
+bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
+                        const int32_t* positions, size_t count, uint32_t* words, int64_t max_steps = -1);
 
 }  // namespace xgr2

@@ -19,6 +19,10 @@ struct CompileOptions {
   bool mask_cache = true;        // use the adaptive token-mask cache
   bool precompute_all = false;   // compute every node's mask now instead of on first use
   int64_t precompute_costliest = 0;  // else compute this many of the costliest ones now
+  // A state whose node masks are not all cached yet, and that scans few first bytes,
+  // takes its mask by a direct walk (TokenMaskCache::FillBitmask); false: always
+  // classify (the classification's tests).
+  bool direct_cold_walks = true;
 };
 
 // A grammar bound to a tokenizer. Immutable (its mask cache fills in lazily, thread-safely)
