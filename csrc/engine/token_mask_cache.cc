@@ -206,22 +206,23 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   clear();
   int scannable = 0;
   for (uint64_t w : set.next_bytes) scannable += PopCount64(w);
-  if (scannable <= kSparseBytes && CountDirectVisit(set) &&
-      WalkAcceptedTokens(fsm_, tok_, set, nullptr, 0, words, kDirectWalkSteps)) {
-    return;
+  if (scannable <= kSparseBytes && CountDirectVisit(set, false)) {
+    if (WalkAcceptedTokens(fsm_, tok_, set, nullptr, 0, words, kDirectWalkSteps)) return;
+    CountDirectVisit(set, true);  // over budget: these nodes classify at once from now on
   }
   clear();
   FillFromCache(set, words, false);
 }
 
-bool TokenMaskCache::CountDirectVisit(const EarleySet& set) const {
+bool TokenMaskCache::CountDirectVisit(const EarleySet& set, bool dense) const {
   thread_local std::vector<EarleyItem> kernel;
   KernelOf(set, &kernel);
   bool direct = true;
   for (const EarleyItem& it : kernel) {
     uint8_t seen = direct_visits_[it.node].load(std::memory_order_relaxed);
     if (seen + 1 >= kVisitsBeforeClassifying) direct = false;
-    if (seen < 255) direct_visits_[it.node].store(static_cast<uint8_t>(seen + 1), std::memory_order_relaxed);
+    uint8_t now = dense ? uint8_t{255} : static_cast<uint8_t>(std::min(seen + 1, 255));
+    direct_visits_[it.node].store(now, std::memory_order_relaxed);
   }
   return direct;
 }

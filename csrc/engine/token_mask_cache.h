@@ -106,8 +106,9 @@ class TokenMaskCache {
   // The items whose node masks make the set's (see FillFromCache).
   void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
   // Counts a cold visit of the set's kernel nodes; false once one of them has had
-  // enough direct walks to be classified now.
-  bool CountDirectVisit(const EarleySet& set) const;
+  // enough direct walks to be classified now. `dense`: marks them all so (their
+  // direct walk went over budget).
+  bool CountDirectVisit(const EarleySet& set, bool dense) const;
 
   // Whether the node has no byte edge and only calls rules that are wide_loop_.
   bool CallsOnlyWideLoops(int32_t node) const;
