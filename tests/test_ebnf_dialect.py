@@ -44,6 +44,8 @@ SPACED_REPETITIONS = [
     ('root ::= "c" {0 , 2}', r"c{0,2}"),
     ('root ::= "a" { 2 }', r"a{2}"),
     ('root ::= "a" {2 ,} "b"', r"a{2,}b"),
+    ('root ::= "a"{2, -1} "b"', r"a{2,}b"),  # XGrammar's printed form of {2,}
+    ('root ::= "a"{0,-1}', r"a*"),
     ('root ::= "a"{ 1,2 }"b"  {0,1}', r"a{1,2}b{0,1}"),
     ('root ::= ("a" | "b") {1, 3} "c"', r"[ab]{1,3}c"),
     ('root ::= "a" *  "b" +', r"a*b+"),
@@ -55,6 +57,12 @@ SPACED_REPETITIONS = [
 @pytest.mark.parametrize("ebnf,pattern", SPACED_REPETITIONS)
 def test_whitespace_before_and_inside_repetition_operators(ebnf, pattern):
     assert_language(ebnf, lambda s: re.fullmatch(pattern, s) is not None, "abc")
+
+
+@pytest.mark.parametrize("bad", ['root ::= "a"{2, -2}', 'root ::= "a"{2, -10}', 'root ::= "a"{-1}', 'root ::= "a"{2, -}'])
+def test_only_minus_one_stands_for_no_upper_bound(bad):
+    with pytest.raises(xgr2.GrammarError, match="expected a number"):
+        xgr2.Grammar.from_ebnf(bad)
 
 
 def test_a_rule_after_a_rule_that_ends_in_a_reference():

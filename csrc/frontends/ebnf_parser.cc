@@ -303,7 +303,17 @@ class EbnfParser {
         if (Peek() == ',') {
           ++pos_;
           SkipSpace();
-          max = Peek() == '}' ? -1 : ParseInt();
+          if (Peek() == '}') {
+            max = -1;
+          } else if (Peek() == '-') {  // XGrammar prints `x{n,}` as `x{n, -1}`
+            if (Peek(1) != '1' || (Peek(2) >= '0' && Peek(2) <= '9')) {
+              Fail("expected a number, or -1 for no upper bound", pos_);
+            }
+            pos_ += 2;
+            max = -1;
+          } else {
+            max = ParseInt();
+          }
           SkipSpace();
         } else {
           max = min;
