@@ -167,3 +167,46 @@ def test_unsupported_or_malformed_constructs_name_the_problem(text, message):
 
 def test_a_rule_named_like_a_macro_is_still_a_rule_when_not_called():
     assert_language('root ::= Regex (Regex)\nRegex ::= "r"', lambda s: s == "rr", "r")
+
+
+# Right recursion: a rule's calls of itself in tail position loop back to its start
+# (the same language; no call opened per repetition).
+TAIL_RECURSIVE = [
+    ('root ::= "" | [ab] root', r"[ab]*"),
+    ('root ::= "a" | "a" root', r"a+"),
+    ('root ::= "c" s "c"\ns ::= "" | "a" s | "b" "b" s', r"c(a|bb)*c"),
+    # the first call is not in tail position (a ")" follows), the second is
+    ('root ::= "" | "a" root "b" root', None),
+    # a tail call inside a choice inside a group, and one after an optional part
+    ('root ::= "x" ("a" root | "b"?)', r"x(ax)*b?"),
+    # mutual recursion stays calls
+    ('root ::= "" | "a" t\nt ::= "b" root', r"(ab)*"),
+]
+
+
+def balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        if ch not in "ab":
+            return False
+        depth += 1 if ch == "a" else -1
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+@pytest.mark.parametrize("ebnf,pattern", TAIL_RECURSIVE)
+def test_tail_calls_keep_the_language(ebnf, pattern):
+    oracle = balanced if pattern is None else (lambda s, p=pattern: re.fullmatch(p, s) is not None)
+    assert_language(ebnf, oracle, "abcx", max_len=6)
+
+
+def test_right_recursion_keeps_the_parser_state_flat():
+    # XGrammar's documented JSON string is right-recursive; 100,000 characters used to
+    # open as many calls (and take minutes).
+    g = xgr2.Grammar.from_ebnf(
+        'root ::= "\\"" s "\\""\ns ::= "" | [^"\\\\] s | "\\\\" ["\\\\/bfnrt] s')
+    start = xgr2.compile(g, BYTES).initial_state()
+    short, long = (start.advance_bytes(b'"' + b"ab\\n" * n) for n in (10, 25_000))
+    assert long.memory_bytes == short.memory_bytes
+    assert long.advance_bytes(b'"').can_terminate

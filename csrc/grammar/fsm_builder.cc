@@ -372,9 +372,12 @@ class IrKeyWriter {
  public:
   IrKeyWriter(const GrammarIR& g, const std::vector<uint8_t>& inlined) : g_(g), inlined_(inlined) {}
 
-  std::string Key(int32_t body, std::vector<int32_t>* rules) {
+  // `self`: the rule whose body this is when its tail calls to itself become loops
+  // (LoopTailCalls), else -1; its references are marked, so the key tells them apart.
+  std::string Key(int32_t body, std::vector<int32_t>* rules, int32_t self) {
     words_.clear();
     refs_.clear();
+    self_ = self;
     Write(body);
     *rules = refs_;
     return std::string(reinterpret_cast<const char*>(words_.data()), words_.size() * sizeof(int32_t));
@@ -412,6 +415,7 @@ class IrKeyWriter {
       case ExprKind::kRuleRef: {
         auto it = std::find(refs_.begin(), refs_.end(), e.rule);
         Put(static_cast<int32_t>(it - refs_.begin()));
+        Put(e.rule == self_);
         if (it == refs_.end()) refs_.push_back(e.rule);
         return;
       }
@@ -439,7 +443,41 @@ class IrKeyWriter {
   const std::vector<uint8_t>& inlined_;
   std::vector<int32_t> words_;  // the key being written
   std::vector<int32_t> refs_;   // referenced rules, in order of first reference
+  int32_t self_ = -1;
 };
+
+// Whether everything epsilon-reachable from `node` (itself included) has epsilon edges
+// only, and `end` is among it: after a call ending at `node`, the rule can only end.
+bool OnlyEndsAfter(const Nfa& nfa, int32_t node, int32_t end) {
+  std::vector<int32_t> stack = {node};
+  std::vector<uint8_t> seen(nfa.NumNodes(), 0);
+  seen[node] = 1;
+  bool found_end = false;
+  while (!stack.empty()) {
+    int32_t n = stack.back();
+    stack.pop_back();
+    found_end |= n == end;
+    for (int32_t k = nfa.begin[n]; k < nfa.begin[n + 1]; ++k) {
+      const NfaEdge& e = nfa.edges[k];
+      if (e.rule != kNfaEpsilon) return false;
+      if (!seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+    }
+  }
+  return found_end;
+}
+
+// A rule's calls of itself in tail position (`s ::= "" | [a-z] s`) become loops back to
+// its start: the same language, but the parser no longer opens one call per repetition
+// (right recursion made each byte complete every open call: quadratic in the length,
+// and parser state that grew with it; XGrammar's documented JSON string is written so).
+void LoopTailCalls(Nfa* nfa, int32_t self_rank, int32_t start, int32_t end) {
+  for (NfaEdge& e : nfa->edges) {
+    if (e.rule == self_rank && OnlyEndsAfter(*nfa, e.target, end)) {
+      e.rule = kNfaEpsilon;
+      e.target = start;
+    }
+  }
+}
 
 // Rule edges labelled by rank (NfaBuilder) get the rules' ids, each node's rule edges
 // sorted by id again.
@@ -521,14 +559,21 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
       continue;
     }
     std::vector<int32_t>& rules = ranked_callees[r];
-    std::string key = ir_keys.Key(g.rules[r].body, &rules);
+    // A lookahead is checked where each call ends: such a rule keeps its calls.
+    const int32_t self = g.rules[r].lookahead < 0 ? r : -1;
+    std::string key = ir_keys.Key(g.rules[r].body, &rules, self);
     RuleDfa dfa;
     if (!FindSharedDfa(key, &dfa, &automaton_id[r])) {  // seen before: no NFA needed
       for (size_t i = 0; i < rules.size(); ++i) rank[rules[i]] = static_cast<int32_t>(i);
       NfaBuilder nb(g, inlined, rank, &budget);
       int32_t start = nb.NewNode();
       int32_t end = nb.Build(g.rules[r].body, start);
-      dfa = Determinize(nb.Take(), start, end, g.rules[r].name);
+      Nfa nfa = nb.Take();
+      auto self_ref = std::find(rules.begin(), rules.end(), r);
+      if (self >= 0 && self_ref != rules.end()) {
+        LoopTailCalls(&nfa, static_cast<int32_t>(self_ref - rules.begin()), start, end);
+      }
+      dfa = Determinize(std::move(nfa), start, end, g.rules[r].name);
       automaton_id[r] = StoreSharedDfa(key, dfa);
     }
     RankedToRuleIds(rules, &dfa);
