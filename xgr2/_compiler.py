@@ -263,9 +263,9 @@ class Compiler(Frozen):
                 bytes (a value after ``"key":``, a number, a name) whose classification is
                 not cached yet gets its mask by a direct walk of the vocabulary, and its
                 nodes are classified at their 8th such visit: no first-visit stall there;
-                ``"all"`` computes them all now, for a
-                flat per-token latency; a number computes that many of the costliest ones
-                now and the rest on first use (see :meth:`CompiledGrammar.precompute_masks`).
+                ``"all"`` computes them all now, for a flat per-token latency; a number
+                computes that many of the costliest ones now and the rest on first use
+                (see :meth:`CompiledGrammar.precompute_masks`).
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar)

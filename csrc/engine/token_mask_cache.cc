@@ -112,10 +112,6 @@ std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node, bool com
   return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify, !compute);
 }
 
-const ContextTokens& TokenMaskCache::ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const {
-  return *FindContext(mask, node, origin, true);
-}
-
 const ContextTokens* TokenMaskCache::FindContext(const NodeMask& mask, int32_t node, const EarleySet& origin,
                                                  bool compute) const {
   constexpr size_t kFewUncertain = 16;  // not worth a context of their own
@@ -238,7 +234,7 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool l
   // every token goes on from it through the callees' starts, predicted here, or (for a
   // nullable callee) from the node after the call, a kernel item itself. Those starts
   // stand for it: their classifications are the callees' own, the same in every
-  // grammar, and what crosses their end is decided in this context (ContextIn with
+  // grammar, and what crosses their end is decided in this context (FindContext with
   // this set as origin, whose waiting items are the call's). The node's own
   // classification would walk the callee again for every call site, and share it with
   // no other. One level: a start is taken whatever it calls.

@@ -94,8 +94,7 @@ class TokenMaskCache {
   // The node's crossing tokens that go on where the callers waiting in `origin`
   // continue, certain or uncertain (ContextTokens), computed once per (node,
   // continuation nodes) and shared with grammars of the same structure around there
-  // through the pool.
-  const ContextTokens& ContextIn(const NodeMask& mask, int32_t node, const EarleySet& origin) const;
+  // through the pool; without `compute`, only what is cached (null when nothing is).
   const ContextTokens* FindContext(const NodeMask& mask, int32_t node, const EarleySet& origin, bool compute) const;
 
   // ORs the text tokens allowed from `set` into `words` from the node masks, computing

@@ -1,7 +1,6 @@
 #include "engine/token_walk.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
 #include <memory>
 #include <string>

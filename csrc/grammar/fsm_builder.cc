@@ -448,10 +448,11 @@ class IrKeyWriter {
 
 // Whether everything epsilon-reachable from `node` (itself included) has epsilon edges
 // only, and `end` is among it: after a call ending at `node`, the rule can only end.
-bool OnlyEndsAfter(const Nfa& nfa, int32_t node, int32_t end) {
+// `seen` (one entry per node) marks the nodes visited with `mark`, so that calls with
+// distinct marks share it without clearing it.
+bool OnlyEndsAfter(const Nfa& nfa, int32_t node, int32_t end, std::vector<int32_t>& seen, int32_t mark) {
   std::vector<int32_t> stack = {node};
-  std::vector<uint8_t> seen(nfa.NumNodes(), 0);
-  seen[node] = 1;
+  seen[node] = mark;
   bool found_end = false;
   while (!stack.empty()) {
     int32_t n = stack.back();
@@ -460,7 +461,7 @@ bool OnlyEndsAfter(const Nfa& nfa, int32_t node, int32_t end) {
     for (int32_t k = nfa.begin[n]; k < nfa.begin[n + 1]; ++k) {
       const NfaEdge& e = nfa.edges[k];
       if (e.rule != kNfaEpsilon) return false;
-      if (!seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+      if (seen[e.target] != mark) seen[e.target] = mark, stack.push_back(e.target);
     }
   }
   return found_end;
@@ -471,8 +472,10 @@ bool OnlyEndsAfter(const Nfa& nfa, int32_t node, int32_t end) {
 // (right recursion made each byte complete every open call: quadratic in the length,
 // and parser state that grew with it; XGrammar's documented JSON string is written so).
 void LoopTailCalls(Nfa* nfa, int32_t self_rank, int32_t start, int32_t end) {
+  std::vector<int32_t> seen(nfa->NumNodes(), -1);
+  int32_t mark = 0;
   for (NfaEdge& e : nfa->edges) {
-    if (e.rule == self_rank && OnlyEndsAfter(*nfa, e.target, end)) {
+    if (e.rule == self_rank && OnlyEndsAfter(*nfa, e.target, end, seen, mark++)) {
       e.rule = kNfaEpsilon;
       e.target = start;
     }

@@ -187,7 +187,9 @@ void IndexWideNodes(TokenTrie& t) {
       w.bytes[b >> 6] |= uint64_t{1} << (b & 63);
       t.children.push_back(c);
     }
-    for (int k = 1; k < 4; ++k) w.rank_before[k] = static_cast<uint8_t>(w.rank_before[k - 1] + __builtin_popcountll(w.bytes[k - 1]));
+    for (int k = 1; k < 4; ++k) {
+      w.rank_before[k] = static_cast<uint8_t>(w.rank_before[k - 1] + PopCount64(w.bytes[k - 1]));
+    }
     if (node >= 0) t.nodes[node].wide = true;
     t.wide_nodes.push_back(node);
     t.wide.push_back(w);
