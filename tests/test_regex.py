@@ -98,6 +98,8 @@ ECMA_EQUIVALENTS = [  # ECMAScript spellings -> the same language in Python's
     ("\\uD83D\\u{DE00}|x", "x"),
     ("\\u{D83D}\\uDE00|x", "x"),
     ("(?<name>a|b)\\/c", "(?P<name>a|b)/c"),
+    ("a\\cJ[\\cA-\\cZ]", "a\\n[\\x01-\\x1a]"),  # control escapes: the letter's code modulo 32
+    ("\\cj+[^\\cm]", "\\n+[^\\r]"),
 ]
 
 
@@ -384,7 +386,8 @@ def test_unsupported_constructs(pattern, construct):
     assert got.value.position == pattern.index(construct), str(got.value)
 
 
-@pytest.mark.parametrize("pattern", ["\\u{110000}", "\\u{}", "\\u{12", "\\p{L}", "[\\p{L}]", "(?<a>x)(?<a>y)"])
+@pytest.mark.parametrize("pattern", ["\\u{110000}", "\\u{}", "\\u{12", "\\p{L}", "[\\p{L}]", "(?<a>x)(?<a>y)",
+                                     "\\c", "\\c1", "[\\c-]"])
 def test_ecmascript_errors(pattern):
     with pytest.raises(xgr2.RegexError):
         xgr2.Grammar.from_regex(pattern)

@@ -568,6 +568,9 @@ class RegexParser {
         return '\t';
       case 'v':
         return '\v';
+      case 'c':  // ECMAScript's control escape: \cJ is U+000A (a JSON Schema pattern may hold one)
+        if (!AtEnd() && IsAsciiLetter(Peek())) return static_cast<uint32_t>(text_[pos_++]) % 32;
+        Fail("bad escape \\c: a control escape takes an ASCII letter (\\cA to \\cZ)", start);
       case 'x':
         return ReadHex(2, start);
       case 'U':

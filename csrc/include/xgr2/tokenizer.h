@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "support/bit_words.h"
+#include "xgr2/pop_count.h"
 
 namespace xgr2 {
 
