@@ -74,6 +74,18 @@ def test_a_run_split_into_rounds_keeps_a_small_parser_state():
     assert long.memory_bytes <= short.memory_bytes
 
 
+def test_nested_bounds_past_the_repetition_limit_are_an_error_not_a_slow_parse():
+    # Merged, (a{2,4}){250000001} would repeat `a` up to 1,000,000,004 times, past the limit
+    # of one bound; unmerged its rounds stay ambiguous and a jump-forward over 64 KiB ran
+    # for minutes. Just under the limit it merges and stays fast.
+    with pytest.raises(xgr2.GrammarError, match="1000000004 times"):
+        xgr2.Grammar.from_ebnf('root ::= ("a"{2,4}){250000001}')
+    with pytest.raises(xgr2.GrammarError, match="limit"):
+        xgr2.Grammar.from_regex("((ab){1000}){1000001}")
+    start = xgr2.compile(xgr2.Grammar.from_ebnf('root ::= ("a"{2,4}){250000000}'), BYTES).initial_state()
+    assert start.jump_forward_bytes() == b"a" * 65536  # forced, cut at the documented 64 KiB
+
+
 def test_huge_optional_repetition_compiles_quickly_and_stays_exact():
     g = xgr2.Grammar.from_ebnf('root ::= ("a"?){10000} "b"')
     start = xgr2.compile(g, BYTES).initial_state()

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "grammar/ir_builder.h"
+#include "xgr2/errors.h"
 
 namespace xgr2 {
 namespace {
@@ -129,7 +130,14 @@ void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nu
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
     bool contiguous = m == n || (b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1);
     int64_t lo = m * a, hi = n == 0 || b == 0 ? 0 : n < 0 || b < 0 ? -1 : n * b;
-    if (!contiguous || lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) continue;
+    if (!contiguous) continue;
+    if (lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) {
+      // Unmerged, the rounds' split stays ambiguous at every byte: each parser step would
+      // cost more the longer the input (a jump-forward over 64 KiB ran for minutes).
+      throw GrammarError("a nested repetition repeats its item " + std::to_string(lo > GrammarLimits::kMaxRepeat ? lo : hi) +
+                         " times, more than the limit of " + std::to_string(GrammarLimits::kMaxRepeat) +
+                         " (the product of the nested bounds)");
+    }
     int32_t y = c.children[0];
     e.children = {y};
     e.min = static_cast<int32_t>(lo);
