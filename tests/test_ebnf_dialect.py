@@ -7,6 +7,7 @@ to the same text and the same language.
 """
 
 import itertools
+import random
 import re
 
 import pytest
@@ -132,6 +133,33 @@ def test_substring_macro(chunks):
     runs = substring_oracle(chunks)
     args = ", ".join(f'"{c}"' for c in chunks)
     assert_language(f"root ::= Substring({args})", lambda s: s in runs, "abcdefg" if chunks else "a", 7)
+
+
+def test_long_substring_lists_stay_exact_and_linear():
+    # Past 32 chunks each run is a rule of its own (inlined, the automata were quadratic:
+    # 320 chunks hit the state limit, 1,500 the nesting limit).
+    rng = random.Random(3)
+    chunks = [rng.choice(["a", "b", "ab", "ba", "bb"]) for _ in range(40)]
+    runs = substring_oracle(chunks)
+    args = ", ".join(f'"{c}"' for c in chunks)
+    assert_language(f"root ::= Substring({args})", lambda s: s in runs, "ab", 7)
+    words = [f"w{i} " for i in range(3000)]
+    start = xgr2.compile(xgr2.Grammar.from_ebnf(f"root ::= Substring({', '.join(map(repr, words))})"
+                                                .replace("'", '"')), BYTES).initial_state()
+    for _ in range(20):
+        i = rng.randrange(3000)
+        j = rng.randrange(i + 1, min(3000, i + 200) + 1)
+        assert accepts(start, "".join(words[i:j]))
+        assert not accepts(start, "".join(words[i:j]) + words[(j + 1) % 3000])  # a chunk skipped
+
+
+def test_a_rule_named_like_a_substring_run_is_the_grammars_own():
+    chunks = ", ".join(f'"c{i}"' for i in range(40))
+    g = xgr2.Grammar.from_ebnf(f'root ::= Substring({chunks}) substring_run_1\nsubstring_run_1 ::= "!"')
+    start = xgr2.compile(g, BYTES).initial_state()
+    assert accepts(start, "c3c4!") and not accepts(start, "c3c4c39")
+    with pytest.raises(xgr2.GrammarError, match="undefined rule `substring_run_2`"):
+        xgr2.Grammar.from_ebnf(f"root ::= Substring({chunks}) substring_run_2")
 
 
 def test_regex_macro():

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "grammar/ir_builder.h"
 #include "frontends/regex.h"
@@ -35,7 +36,7 @@ class EbnfParser {
     }
     for (const auto& ref : pending_refs_) {
       auto it = rule_ids_.find(ref.name);
-      if (it == rule_ids_.end() || g_->rules[it->second].body < 0) {
+      if (it == rule_ids_.end() || g_->rules[it->second].body < 0 || macro_rules_.count(it->second)) {
         Fail("undefined rule `" + ref.name + "`", ref.pos);
       }
       g_->exprs[ref.expr].rule = it->second;
@@ -178,6 +179,13 @@ class EbnfParser {
     if (text_.compare(pos_, 3, "::=") != 0) Fail("expected `::=` after rule name `" + name + "`", pos_);
     pos_ += 3;
     int32_t id = RuleId(name);
+    if (macro_rules_.count(id)) {  // a macro's rule had this name: it takes another
+      std::string other = UnusedRuleName(name);
+      g_->rules[id].name = other;
+      rule_ids_[other] = id;
+      rule_ids_.erase(name);
+      id = RuleId(name);
+    }
     if (g_->rules[id].body >= 0) Fail("rule `" + name + "` is defined twice", start);
     depth_ = 0;
     int32_t body = ParseChoice();
@@ -557,6 +565,29 @@ class EbnfParser {
     }
   }
 
+  // A rule a macro makes, called (never inlined): named `base_N`, a name no rule has yet.
+  // A rule the grammar defines later under that name takes it (ParseRule renames this
+  // one); a reference to it that the grammar never defines stays undefined.
+  int32_t MacroRule(const std::string& base, int32_t body) {
+    int32_t id = RuleId(UnusedRuleName(base));
+    g_->rules[id].body = body;
+    g_->rules[id].shared = true;
+    definition_order_.push_back(id);
+    macro_rules_.insert(id);
+    Expr ref;
+    ref.kind = ExprKind::kRuleRef;
+    ref.rule = id;
+    return g_->AddExpr(std::move(ref));
+  }
+
+  std::string UnusedRuleName(const std::string& base) {
+    std::string name;
+    do {
+      name = base + "_" + std::to_string(++macro_rule_suffix_);
+    } while (rule_ids_.count(name));
+    return name;
+  }
+
   // Every contiguous run of the chunks (chunks are atomic), the empty run included.
   int32_t SubstringMacro(const std::vector<MacroArg>& args, size_t start) {
     IrBuilder b(g_);
@@ -564,10 +595,20 @@ class EbnfParser {
       if (!a.key.empty() || a.kind != MacroArg::kString) Fail("Substring takes strings only", a.pos);
     }
     // run[i]: chunk i, then optionally the run from i + 1 (shared by every start <= i).
+    // Inlined, every start copies the runs after it: quadratic automata (past ~300 chunks,
+    // the state limit) nested one level per chunk. Longer lists make each run a rule of
+    // its own, called (never inlined): linear in the chunks.
+    constexpr size_t kInlineChunks = 32;
+    const bool as_rules = args.size() > kInlineChunks;
     std::vector<int32_t> run(args.size());
     for (size_t i = args.size(); i-- > 0;) {
       int32_t chunk = b.Bytes(args[i].text);
-      run[i] = i + 1 < args.size() ? b.Seq({chunk, b.Optional(run[i + 1])}) : chunk;
+      int32_t body = i + 1 < args.size() ? b.Seq({chunk, b.Optional(run[i + 1])}) : chunk;
+      if (!as_rules) {
+        run[i] = body;
+        continue;
+      }
+      run[i] = MacroRule("substring_run", body);
     }
     std::vector<int32_t> alts = {b.Empty()};
     alts.insert(alts.end(), run.begin(), run.end());
@@ -745,6 +786,8 @@ class EbnfParser {
   std::unordered_map<std::string, int32_t> rule_ids_;
   std::vector<PendingRef> pending_refs_;
   std::vector<int32_t> definition_order_;
+  std::unordered_set<int32_t> macro_rules_;  // ids of the rules macros made (MacroRule)
+  int macro_rule_suffix_ = 0;
 };
 
 }  // namespace
