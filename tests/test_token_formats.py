@@ -247,6 +247,19 @@ def test_ebnf_token_sets_parse_print_and_fail_clearly():
             xgr2.Grammar.from_ebnf(text)
 
 
+def test_xgrammar_token_macros_are_token_sets():
+    # XGrammar's Token(id, ...) / ExcludeToken(id, ...) spell <[ids]> / <[^ids]>.
+    g = xgr2.Grammar.from_ebnf("root ::= Token(3, 1, 2) ExcludeToken(7, 9, 10)* Token(12)")
+    assert g == xgr2.Grammar.from_ebnf("root ::= <[1-3]> <[^7, 9-10]>* <[12]>")
+    tok = fixed_tokenizer()
+    state = xgr2.compile(g, tok).initial_state()
+    assert set(np.flatnonzero(engine_mask(state, N))) == {1, 2, 3}
+    after = state.advance(2)
+    assert after.accepts(12) and after.accepts(0) and not after.accepts(7) and not after.accepts(9)
+    with pytest.raises(xgr2.GrammarError, match="line 1, column 16:"):
+        xgr2.Grammar.from_ebnf("root ::= Token(99999999)")
+
+
 def test_compile_rejects_ids_outside_the_tokenizer_and_stop_tokens():
     tok = fixed_tokenizer()
     with pytest.raises(xgr2.GrammarError, match="outside the tokenizer"):

@@ -472,7 +472,27 @@ class EbnfParser {
     if (name == "Regex") return RegexMacro(args, start);
     if (name == "Substring") return SubstringMacro(args, start);
     if (name == "TagDispatch") return TagDispatchMacro(args, start);
+    if (name == "Token" || name == "ExcludeToken") return TokenMacro(args, name == "ExcludeToken");
     Fail("the `" + name + "` macro is not supported yet", start);
+  }
+
+  // XGrammar's Token(id, ...) (one token with one of these ids) and ExcludeToken(id, ...)
+  // (one token with none of them): `<[ids]>` and `<[^ids]>`.
+  int32_t TokenMacro(const std::vector<MacroArg>& args, bool exclude) {
+    const char* name = exclude ? "ExcludeToken" : "Token";
+    if (args.empty()) Fail(std::string(name) + " needs at least one token id", pos_);
+    Expr e;
+    e.kind = ExprKind::kToken;
+    e.negated = exclude;
+    for (const MacroArg& a : args) {
+      if (!a.key.empty() || a.kind != MacroArg::kInt) Fail(std::string(name) + " takes token ids (integers) only", a.pos);
+      if (a.number > GrammarLimits::kMaxTokenId) {
+        Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
+      }
+      e.ranges.push_back({static_cast<uint32_t>(a.number), static_cast<uint32_t>(a.number)});
+    }
+    e.ranges = NormalizeRanges(std::move(e.ranges));
+    return g_->AddExpr(std::move(e));
   }
 
   // Regex("pattern", json_string=false, flags="")
