@@ -308,6 +308,10 @@ def new_cache(cfg: LlamaConfig, batch: int, max_len: int) -> KVCache:
 class Llama:
     """A model: its config and parameters, with the entry points above bound to them.
 
+    The per-step methods copy their host inputs (``jnp.array``): a call returns before the
+    device has read them, and on CPU JAX may alias an aligned numpy buffer instead of
+    copying it, so a caller updating its array in place would race the computation.
+
     Models with equal configs share compiled code. Another architecture reuses the methods
     by subclassing and binding its own module's entry points (:class:`xgr2.demo.gemma3.Gemma3`).
     """
@@ -324,34 +328,34 @@ class Llama:
 
     def forward(self, tokens: np.ndarray | jax.Array) -> jax.Array:
         """See :func:`forward`."""
-        logits: jax.Array = self._forward(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg)
+        logits: jax.Array = self._forward(self.params, jnp.array(tokens, jnp.int32), cfg=self.cfg)
         return logits
 
     def prefill(self, tokens: np.ndarray | jax.Array, max_len: int) -> tuple[jax.Array, KVCache]:
         """See :func:`prefill`."""
         if tokens.shape[1] > max_len:
             raise ValueError(f"a prompt of {tokens.shape[1]} tokens does not fit a cache of {max_len}")
-        out: tuple[jax.Array, KVCache] = self._prefill(self.params, jnp.asarray(tokens, jnp.int32), cfg=self.cfg,
+        out: tuple[jax.Array, KVCache] = self._prefill(self.params, jnp.array(tokens, jnp.int32), cfg=self.cfg,
                                                         max_len=max_len)
         return out
 
     def decode_step(self, tokens: np.ndarray | jax.Array, pos: int | jax.Array,
                     cache: KVCache) -> tuple[jax.Array, KVCache]:
         """See :func:`decode_step`."""
-        out: tuple[jax.Array, KVCache] = self._decode_step(self.params, jnp.asarray(tokens, jnp.int32),
-                                                            jnp.asarray(pos, jnp.int32), cache, cfg=self.cfg)
+        out: tuple[jax.Array, KVCache] = self._decode_step(self.params, jnp.array(tokens, jnp.int32),
+                                                            jnp.array(pos, jnp.int32), cache, cfg=self.cfg)
         return out
 
     def tree_step(self, tree: DraftTree, pos: np.ndarray | jax.Array, cache: KVCache) -> tuple[jax.Array, KVCache]:
         """See :func:`tree_step`. Raises NotImplementedError for an architecture without one."""
         if self._tree_step is None:
             raise NotImplementedError(f"{type(self).__name__} has no tree pass (speculative decoding)")
-        tree = DraftTree(*(jnp.asarray(a) for a in tree))
-        out: tuple[jax.Array, KVCache] = self._tree_step(self.params, tree, jnp.asarray(pos, jnp.int32), cache,
+        tree = DraftTree(*(jnp.array(a) for a in tree))
+        out: tuple[jax.Array, KVCache] = self._tree_step(self.params, tree, jnp.array(pos, jnp.int32), cache,
                                                           cfg=self.cfg)
         return out
 
     def compact_cache(self, cache: KVCache, pos: np.ndarray | jax.Array, accepted_nodes: jax.Array) -> KVCache:
         """See :func:`compact_cache`."""
-        out: KVCache = compact_cache(cache, jnp.asarray(pos, jnp.int32), jnp.asarray(accepted_nodes, jnp.int32))
+        out: KVCache = compact_cache(cache, jnp.array(pos, jnp.int32), jnp.array(accepted_nodes, jnp.int32))
         return out

@@ -115,8 +115,10 @@ def speculative_loop(
         emitted = decoder.commit_tree(tree, masks, result)  # waits for the device
         cache = model.compact_cache(cache, positions, result.accepted_nodes)
         accepted = np.asarray(result.accept_len)
-        for r, tokens in enumerate(emitted):
-            if tokens:
-                positions[r] += len(tokens)
-                roots[r] = tokens[-1]
+        # New arrays, never updates in place: the device may still be reading the ones
+        # handed to it (compact_cache runs asynchronously, and on CPU JAX may alias an
+        # aligned numpy buffer instead of copying it; a torn read of `positions` once
+        # moved the wrong cache slot in CI and derailed the whole output).
+        positions = positions + np.array([len(tokens) for tokens in emitted], np.int32)
+        roots = np.array([tokens[-1] if tokens else root for tokens, root in zip(emitted, roots)], np.int32)
         on_step(emitted, int(accepted[active].sum()), mask_s)

@@ -114,7 +114,7 @@ class ConstrainedDecoder:
         self.num_steps = 0
         self._counts = np.zeros(batch, np.int64)  # committed tokens per row, stops included
         self._buffers = [xgr2.allocate_token_bitmask(batch, self.vocab_size) for _ in range(2)]
-        self._tree_buffer: np.ndarray | None = None
+        self._tree_buffers: dict[int, list[np.ndarray]] = {}  # per tree size: two, alternating
         for row, s in enumerate(states):
             if s.is_terminated:
                 self.finish_reasons[row] = "stop"
@@ -232,16 +232,21 @@ class ConstrainedDecoder:
     def tree_masks(self, tree: DraftTree, *, max_nodes: int | None = None) -> xgr2.TreeMasks:
         """:func:`xgr2.tree_masks` of the active rows' states (finished rows are padding).
 
-        Unconstrained decoders are not supported here (there is nothing to mask).
+        Unconstrained decoders are not supported here (there is nothing to mask). Buffers
+        alternate between steps, so the returned bitmask stays intact until the step
+        after next.
         """
         if not self.constrained:
             raise ValueError("tree_masks needs a constrained decoder")
         shape = np.shape(tree.parents)
         words = (self.vocab_size + 31) // 32
-        if self._tree_buffer is None or self._tree_buffer.shape != (self.batch, shape[-1], words):
-            self._tree_buffer = np.empty((self.batch, shape[-1], words), np.int32)
+        # Two buffers per tree size, alternating like next_bitmask's: the device may still
+        # read the previous step's (on CPU, JAX may alias a numpy buffer rather than copy it).
+        pair = self._tree_buffers.setdefault(
+            shape[-1], [np.empty((self.batch, shape[-1], words), np.int32) for _ in range(2)])
+        out = pair[self.num_steps % 2]
         roots = [s if r is None else None for s, r in zip(self.states, self.finish_reasons)]
-        return xgr2.tree_masks(roots, tree, max_nodes=max_nodes, out=self._tree_buffer, num_threads=self.num_threads)
+        return xgr2.tree_masks(roots, tree, max_nodes=max_nodes, out=out, num_threads=self.num_threads)
 
     def commit_tree(self, tree: DraftTree, masks: xgr2.TreeMasks, result: VerifyResult) -> list[list[int]]:
         """Commits each active row's accepted path and bonus token; returns them per row.
