@@ -2504,13 +2504,16 @@ class SchemaCompiler {
       JsonValue without = WithoutKey(WithoutKey(s, "contains"), "minContains");
       return ArrayExpr(*Keep(std::move(without)), ptr, depth);
     }
-    if (s.Find("maxContains") || has_prefix || min_items > 0 || max_items >= 0 ||
-        (s.Find("uniqueItems") && s.Find("uniqueItems")->boolean)) {
-      Unsupported("contains with maxContains, prefixItems, minItems, maxItems or uniqueItems", ptr + "/contains");
+    auto widened = [&](const std::string& why, const std::string& at) {
+      Unsupported(why, at);
       JsonValue without = WithoutKey(WithoutKey(WithoutKey(s, "contains"), "minContains"), "maxContains");
       return ArrayExpr(*Keep(std::move(without)), ptr, depth);
+    };
+    if (has_prefix || min_items > 0 || max_items >= 0 || (s.Find("uniqueItems") && s.Find("uniqueItems")->boolean)) {
+      return widened("contains with prefixItems, minItems, maxItems or uniqueItems", ptr + "/contains");
     }
     int d = LayoutDepth(depth);
+    if (s.Find("maxContains")) return MaxContainsArray(s, *rest, ptr, depth, min_contains, widened);
     int32_t any = Schema(*rest, ptr + "/items", depth + 1);
     int32_t hit = Schema(*Keep(AllOf(*rest, *contains)), ptr + "/contains", depth + 1);
     // any (sep any)* with at least min_contains of the items being `hit`:
@@ -2521,6 +2524,39 @@ class SchemaCompiler {
                              static_cast<int32_t>(min_contains - 1));
     int32_t trail = b_.Star(b_.Seq({sep, any}));
     return b_.Seq({text_.Open('[', d), lead, hit, more, trail, text_.Close(']', d)});
+  }
+
+  // `contains` with maxContains: every item either matches `contains` (a hit) or not (a
+  // miss, through its negation), so the hits are counted exactly:
+  // [] or [ miss (sep miss)* ] when no hit is needed, and
+  // [ (miss sep)* hit ( (sep miss)* sep hit ){lo-1,hi-1} (sep miss)* ] for lo..hi hits.
+  template <class Widened>
+  int32_t MaxContainsArray(const JsonValue& s, const JsonValue& rest, const std::string& ptr, int depth,
+                           int64_t min_contains, Widened&& widened) {
+    const int64_t max_contains = Count(s, "maxContains", ptr, -1);
+    if (max_contains > GrammarLimits::kMaxRepeat) {
+      return widened("maxContains above " + std::to_string(GrammarLimits::kMaxRepeat), ptr + "/maxContains");
+    }
+    if (max_contains < min_contains) return Nothing(&b_);
+    std::optional<JsonValue> not_contains = Negation(*s.Find("contains"), ptr + "/contains", depth + 1);
+    if (!not_contains) return widened("maxContains beside a `contains` this front end cannot negate", ptr + "/maxContains");
+    const int d = LayoutDepth(depth);
+    const int32_t sep = text_.ItemSeparator(d);
+    const int32_t miss = Schema(*Keep(AllOf(rest, *not_contains)), ptr + "/contains", depth + 1);
+    std::vector<int32_t> alts;
+    if (min_contains == 0) {
+      alts.push_back(text_.Container('[', ']', d, true, b_.Seq({miss, b_.Star(b_.Seq({sep, miss}))})));
+    }
+    if (max_contains >= 1) {
+      const int32_t hit = Schema(*Keep(AllOf(rest, *s.Find("contains"))), ptr + "/contains", depth + 1);
+      const auto lo = static_cast<int32_t>(std::max<int64_t>(min_contains, 1));
+      const auto hi = static_cast<int32_t>(max_contains);
+      int32_t lead = b_.Star(b_.Seq({miss, sep}));
+      int32_t more = b_.Repeat(b_.Seq({b_.Star(b_.Seq({sep, miss})), sep, hit}), lo - 1, hi - 1);
+      int32_t trail = b_.Star(b_.Seq({sep, miss}));
+      alts.push_back(b_.Seq({text_.Open('[', d), lead, hit, more, trail, text_.Close(']', d)}));
+    }
+    return b_.Choice(alts);
   }
 
   // ---------------------------------------------------------------- objects
