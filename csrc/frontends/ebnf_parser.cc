@@ -485,7 +485,9 @@ class EbnfParser {
     e.kind = ExprKind::kToken;
     e.negated = exclude;
     for (const MacroArg& a : args) {
-      if (!a.key.empty() || a.kind != MacroArg::kInt) Fail(std::string(name) + " takes token ids (integers) only", a.pos);
+      if (!a.key.empty() || a.kind != MacroArg::kInt) {
+        Fail(std::string(name) + " takes token ids (integers) only", a.pos);
+      }
       if (a.number > GrammarLimits::kMaxTokenId) {
         Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
       }

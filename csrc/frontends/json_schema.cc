@@ -2539,7 +2539,9 @@ class SchemaCompiler {
     }
     if (max_contains < min_contains) return Nothing(&b_);
     std::optional<JsonValue> not_contains = Negation(*s.Find("contains"), ptr + "/contains", depth + 1);
-    if (!not_contains) return widened("maxContains beside a `contains` this front end cannot negate", ptr + "/maxContains");
+    if (!not_contains) {
+      return widened("maxContains beside a `contains` this front end cannot negate", ptr + "/maxContains");
+    }
     const int d = LayoutDepth(depth);
     const int32_t sep = text_.ItemSeparator(d);
     const int32_t miss = Schema(*Keep(AllOf(rest, *not_contains)), ptr + "/contains", depth + 1);

@@ -134,7 +134,8 @@ void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nu
     if (lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) {
       // Unmerged, the rounds' split stays ambiguous at every byte: each parser step would
       // cost more the longer the input (a jump-forward over 64 KiB ran for minutes).
-      throw GrammarError("a nested repetition repeats its item " + std::to_string(lo > GrammarLimits::kMaxRepeat ? lo : hi) +
+      const int64_t times = lo > GrammarLimits::kMaxRepeat ? lo : hi;
+      throw GrammarError("a nested repetition repeats its item " + std::to_string(times) +
                          " times, more than the limit of " + std::to_string(GrammarLimits::kMaxRepeat) +
                          " (the product of the nested bounds)");
     }
