@@ -493,6 +493,17 @@ def test_const_beside_enum_is_the_const_only_if_listed():
         xgr2.Grammar.from_json_schema({"enum": [1], "const": 2})
 
 
+def test_contains_where_no_item_is_allowed():
+    # `items: false` / maxItems 0 leave only [] (hypothesis-jsonschema draws nothing here);
+    # it was refused as "contains with ... maxItems" although exactly expressible.
+    for schema in [{"contains": {"const": 1}, "maxContains": 2, "minContains": 0, "items": False},
+                   {"contains": {"const": 1}, "items": False},
+                   {"type": "array", "contains": {"const": 1}, "minContains": 0, "maxItems": 0}]:
+        start = xgr2.compile(xgr2.Grammar.from_json_schema(schema, strict=False), BYTES).initial_state()
+        for text in ["[]", "[1]", "[2]", "5", '"x"']:
+            assert accepts(start, text) == is_valid(schema, json.loads(text)), (schema, text)
+
+
 def test_a_schema_that_only_strict_empties_says_so():
     # Each oneOf branch must fail the other, i.e. carry the other's property with another
     # type: strict writes only the properties a branch declares, so nothing is left.

@@ -53,8 +53,9 @@ KEYWORDS = [
      "refused with prefixItems, minItems, maxItems or uniqueItems"),
     ("minContains", "exact", {"type": "array", "contains": {"type": "integer"}, "minContains": 2}, ""),
     ("maxContains", "exact", {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
-     "each item a hit or a miss (`contains` or its negation, as for `not`; refused where that cannot be written), "
-     "the hits counted; up to 1,000,000,000"),
+     "each item a hit or a miss (`contains` or its negation, as for `not`: refused where that cannot be written, "
+     "and a miss that would be a non-integral number where `contains` asks for an integer is left out), the hits "
+     "counted; up to 1,000,000,000"),
     ("minItems", "exact", {"type": "array", "minItems": 500}, "repetition compression: any bound"),
     ("maxItems", "exact", {"type": "array", "maxItems": 10000}, ""),
     ("uniqueItems", "narrower", {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},

@@ -2504,6 +2504,9 @@ class SchemaCompiler {
       JsonValue without = WithoutKey(WithoutKey(s, "contains"), "minContains");
       return ArrayExpr(*Keep(std::move(without)), ptr, depth);
     }
+    if (max_items == 0 && !has_prefix) {  // `items: false` or maxItems 0: only [] (no item is a hit)
+      return min_contains == 0 ? text_.EmptyContainer('[', ']') : Nothing(&b_);
+    }
     auto widened = [&](const std::string& why, const std::string& at) {
       Unsupported(why, at);
       JsonValue without = WithoutKey(WithoutKey(WithoutKey(s, "contains"), "minContains"), "maxContains");

@@ -116,16 +116,33 @@ class Nullable {
   std::vector<uint8_t> rule_;
 };
 
+// What a sequence of one item between empty strings stands for (`("a"{2,4} "")`): the
+// item, looked through again while it is such a sequence.
+int32_t LookThroughEmpties(const GrammarIR& g, int32_t id) {
+  for (int hops = 0; hops < 64 && g.exprs[id].kind == ExprKind::kSequence; ++hops) {
+    int32_t only = -1;
+    for (int32_t c : g.exprs[id].children) {
+      const Expr& item = g.exprs[c];
+      if (item.kind == ExprKind::kEmpty || (item.kind == ExprKind::kBytes && item.bytes.empty())) continue;
+      if (only >= 0) return id;
+      only = c;
+    }
+    if (only < 0) return id;
+    id = only;
+  }
+  return id;
+}
+
 // (Y{a,b}){m,n} is Y{ma,nb} when the counts it allows leave no gap: j rounds give
 // [ja, jb], and consecutive j overlap or touch from j = m on iff m(b - a) >= a - 1 (b
 // unbounded: iff m >= 1 or a <= 1); m = n has one j. Merging removes the ambiguity of
 // where a round ends (`(\d+){200,1000}`: any digit may start a round), which made every
 // parser step cost more the longer the input. Children come before their parents, so
-// nests merge fully.
+// nests merge fully. Y{a,b} may stand between empty strings (LookThroughEmpties).
 void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nullable) {
   for (Expr& e : g->exprs) {
     if (e.kind != ExprKind::kRepeat) continue;
-    const Expr& c = g->exprs[e.children[0]];
+    const Expr& c = g->exprs[LookThroughEmpties(*g, e.children[0])];
     if (c.kind != ExprKind::kRepeat || nullable().Of(c.children[0])) continue;
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
     bool contiguous = m == n || (b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1);
