@@ -242,9 +242,9 @@ class ConstrainedDecoder:
         words = (self.vocab_size + 31) // 32
         # Two buffers per tree size, alternating like next_bitmask's: the device may still
         # read the previous step's (on CPU, JAX may alias a numpy buffer rather than copy it).
-        pair = self._tree_buffers.setdefault(
-            shape[-1], [np.empty((self.batch, shape[-1], words), np.int32) for _ in range(2)])
-        out = pair[self.num_steps % 2]
+        if shape[-1] not in self._tree_buffers:
+            self._tree_buffers[shape[-1]] = [np.empty((self.batch, shape[-1], words), np.int32) for _ in range(2)]
+        out = self._tree_buffers[shape[-1]][self.num_steps % 2]
         roots = [s if r is None else None for s, r in zip(self.states, self.finish_reasons)]
         return xgr2.tree_masks(roots, tree, max_nodes=max_nodes, out=out, num_threads=self.num_threads)
 
