@@ -626,11 +626,7 @@ class EbnfParser {
     for (size_t i = args.size(); i-- > 0;) {
       int32_t chunk = b.Bytes(args[i].text);
       int32_t body = i + 1 < args.size() ? b.Seq({chunk, b.Optional(run[i + 1])}) : chunk;
-      if (!as_rules) {
-        run[i] = body;
-        continue;
-      }
-      run[i] = MacroRule("substring_run", body);
+      run[i] = as_rules ? MacroRule("substring_run", body) : body;
     }
     std::vector<int32_t> alts = {b.Empty()};
     alts.insert(alts.end(), run.begin(), run.end());

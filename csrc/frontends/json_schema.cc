@@ -2515,24 +2515,27 @@ class SchemaCompiler {
     if (has_prefix || min_items > 0 || max_items >= 0 || (s.Find("uniqueItems") && s.Find("uniqueItems")->boolean)) {
       return widened("contains with prefixItems, minItems, maxItems or uniqueItems", ptr + "/contains");
     }
-    int d = LayoutDepth(depth);
     if (s.Find("maxContains")) return MaxContainsArray(s, *rest, ptr, depth, min_contains, widened);
+    // At least min_contains hits among any items (a hit is also an `any`).
     int32_t any = Schema(*rest, ptr + "/items", depth + 1);
     int32_t hit = Schema(*Keep(AllOf(*rest, *contains)), ptr + "/contains", depth + 1);
-    // any (sep any)* with at least min_contains of the items being `hit`:
-    // [ (any sep)* hit ( (sep any)* sep hit ){min-1} (sep any)* ]
+    const auto n = static_cast<int32_t>(min_contains);
+    return HitsAmongItems(any, hit, n, n, LayoutDepth(depth));
+  }
+
+  // [ (filler sep)* hit ( (sep filler)* sep hit ){lo-1,hi-1} (sep filler)* ]: lo..hi items
+  // written as `hit` (lo >= 1), any number of `filler` items around them.
+  int32_t HitsAmongItems(int32_t filler, int32_t hit, int32_t lo, int32_t hi, int d) {
     int32_t sep = text_.ItemSeparator(d);
-    int32_t lead = b_.Star(b_.Seq({any, sep}));
-    int32_t more = b_.Repeat(b_.Seq({b_.Star(b_.Seq({sep, any})), sep, hit}), static_cast<int32_t>(min_contains - 1),
-                             static_cast<int32_t>(min_contains - 1));
-    int32_t trail = b_.Star(b_.Seq({sep, any}));
+    int32_t lead = b_.Star(b_.Seq({filler, sep}));
+    int32_t more = b_.Repeat(b_.Seq({b_.Star(b_.Seq({sep, filler})), sep, hit}), lo - 1, hi - 1);
+    int32_t trail = b_.Star(b_.Seq({sep, filler}));
     return b_.Seq({text_.Open('[', d), lead, hit, more, trail, text_.Close(']', d)});
   }
 
   // `contains` with maxContains: every item either matches `contains` (a hit) or not (a
-  // miss, through its negation), so the hits are counted exactly:
-  // [] or [ miss (sep miss)* ] when no hit is needed, and
-  // [ (miss sep)* hit ( (sep miss)* sep hit ){lo-1,hi-1} (sep miss)* ] for lo..hi hits.
+  // miss, through its negation), so the hits are counted exactly: [] or
+  // [ miss (sep miss)* ] when no hit is needed, and HitsAmongItems(miss, hit) for 1.. hits.
   template <class Widened>
   int32_t MaxContainsArray(const JsonValue& s, const JsonValue& rest, const std::string& ptr, int depth,
                            int64_t min_contains, Widened&& widened) {
@@ -2555,11 +2558,7 @@ class SchemaCompiler {
     if (max_contains >= 1) {
       const int32_t hit = Schema(*Keep(AllOf(rest, *s.Find("contains"))), ptr + "/contains", depth + 1);
       const auto lo = static_cast<int32_t>(std::max<int64_t>(min_contains, 1));
-      const auto hi = static_cast<int32_t>(max_contains);
-      int32_t lead = b_.Star(b_.Seq({miss, sep}));
-      int32_t more = b_.Repeat(b_.Seq({b_.Star(b_.Seq({sep, miss})), sep, hit}), lo - 1, hi - 1);
-      int32_t trail = b_.Star(b_.Seq({sep, miss}));
-      alts.push_back(b_.Seq({text_.Open('[', d), lead, hit, more, trail, text_.Close(']', d)}));
+      alts.push_back(HitsAmongItems(miss, hit, lo, static_cast<int32_t>(max_contains), d));
     }
     return b_.Choice(alts);
   }
