@@ -140,6 +140,40 @@ int32_t ContextWalk::InternPair(const EarleySet* in, const EarleySet* out, const
   return it->second;
 }
 
+bool ContextWalk::LoopsOn(size_t d, uint64_t classes) {
+  const int32_t j = pair_id_[d];
+  if (j < 0) return false;
+  Pair& pair = *pairs_[j];
+  uint64_t open = classes & ~pair.loop_classes;
+  if (!open) return true;
+  if (open & pair.other_classes) return false;
+  for (; open; open &= open - 1) {
+    const int c = __builtin_ctzll(open);
+    const ByteBits& bytes = TrieClassBytes(c);
+    bool loops = true;
+    for (int w = 0; w < 4 && loops; ++w) {
+      // Going on in an assumed context changes Assumed() below: not alike, unless the
+      // path is assumed already (it stays so).
+      if (!assumed_[d] && (bytes[w] & pair.assumed[w])) loops = false;
+      for (uint64_t bits = bytes[w]; bits && loops; bits &= bits - 1) {
+        const auto byte = static_cast<uint8_t>(64 * w + __builtin_ctzll(bits));
+        int32_t to = pair.next[byte];
+        if (to == StateMemo::kUnknown) return false;  // not stepped yet: not known here
+        if (StateMemo::IsUnasked(to) && StateMemo::Unasked(to) == j) {
+          if (inner_[d]) parser_.AskItems(*inner_[d], byte);  // relied on, as a step records
+          if (outer_[d]) parser_.AskItems(*outer_[d], byte);
+          to = j;
+          pair.next[byte] = static_cast<int16_t>(j);
+        }
+        loops = to == j;
+      }
+    }
+    (loops ? pair.loop_classes : pair.other_classes) |= uint64_t{1} << c;
+    if (!loops) return false;
+  }
+  return true;
+}
+
 bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   if (memo_allowed_ && !memo_started_) StartMemo();
   if (pair_id_[d] >= 0 && StateMemo::IsUnasked(pairs_[pair_id_[d]]->next[byte])) {  // filled in from a run
@@ -182,6 +216,7 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
     Pair& from = *pairs_[j];
     if (generic_hit_) from.assumed[byte >> 6] |= uint64_t{1} << (byte & 63);
     from.next[byte] = static_cast<int16_t>(to);
+    if (to == j) from.self_step = true;
     // The other bytes that step both parses alike go where this one went.
     ByteSet alike{~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}, ~uint64_t{0}};
     for (const EarleySet* s : {inner_[d], outer_[d]}) {
@@ -294,6 +329,11 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
           if (ended_by[d]) return false;  // a dead child may be a crossing one: on_dead lists it
           *visit = memo_path.Scannable(d, children);
           return true;
+        },
+        [&](int32_t i) {  // nothing below dies, so nothing below crosses
+          if (!memo_path.MayLoop(t.nodes[i].depth) || !WorthWholeCheck(t, i) || !memo_path.LoopsOn(t.nodes[i].depth, t.below[i])) return false;
+          accepted.insert(accepted.end(), ids.begin() + t.first_pos[i], ids.begin() + t.first_pos[t.nodes[i].next]);
+          return true;
         });
   };
   const TokenTrie& full = tok.trie();
@@ -404,7 +444,14 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
           TokenList& list = walk.Assumed(t.nodes[i].depth) ? out.uncertain : out.certain;
           for (int32_t k = 0; k < t.num_tokens[i]; ++k) list.push_back(t.first_pos[i] + k);
         },
-        [](int32_t) {}, [](size_t, const ByteSet&, ByteSet*) { return false; });
+        [](int32_t) {}, [](size_t, const ByteSet&, ByteSet*) { return false; },
+        [&](int32_t i) {
+          size_t depth = t.nodes[i].depth;
+          if (!walk.MayLoop(depth) || !WorthWholeCheck(t, i) || !walk.LoopsOn(depth, t.below[i])) return false;
+          TokenList& list = walk.Assumed(depth) ? out.uncertain : out.certain;
+          for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) list.push_back(p);
+          return true;
+        });
   };
   if (!by_group) {
     for (size_t k = 0; k < inner.crossing.size(); ++k) walk_crossing(inner.crossing[k], inner.crossing_shared[k]);

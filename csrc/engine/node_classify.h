@@ -164,6 +164,13 @@ class ContextWalk {
   // follow node (going on in the assumed context of any caller).
   bool Assumed(size_t d) const { return assumed_[d]; }
 
+  // As MemoPath::LoopsOn, for the pair of parses at depth d: every byte of `classes`
+  // steps it back to itself without going on in an assumed context (unless the path
+  // already has), so the tokens below a node whose subtree holds only those bytes live
+  // with the node's Assumed(). MayLoop: the cheap test first.
+  bool LoopsOn(size_t d, uint64_t classes);
+  bool MayLoop(size_t d) const { return pair_id_[d] >= 0 && pairs_[pair_id_[d]]->self_step; }
+
  private:
   // A pair of interned states (null: that parse is dead) and its known steps.
   struct Pair {
@@ -171,6 +178,8 @@ class ContextWalk {
     const EarleySet* outer;
     StepTable next;
     ByteBits assumed{};  // per byte: that step went on in an assumed context
+    uint64_t loop_classes = 0, other_classes = 0;  // as StateMemo's
+    bool self_step = false;                         // some byte steps back here
   };
   static bool CanScan(const EarleySet* set, uint8_t byte) { return set && set->CanScan(byte); }
   bool StepParsing(size_t d, uint8_t byte);

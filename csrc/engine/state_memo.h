@@ -93,6 +93,15 @@ class StateMemo {
   void MarkUnrecorded(int32_t id, const ByteBits& bytes) {
     for (int w = 0; w < 4; ++w) states_[id]->unrecorded[w] |= bytes[w];
   }
+  // Of the byte classes (TrieByteClass), those known to step the state back to itself
+  // on every byte, and those known not to.
+  uint64_t LoopClasses(int32_t id) const { return states_[id]->loop_classes; }
+  uint64_t OtherClasses(int32_t id) const { return states_[id]->other_classes; }
+  void MarkClass(int32_t id, int c, bool loops) {
+    (loops ? states_[id]->loop_classes : states_[id]->other_classes) |= uint64_t{1} << c;
+  }
+  // Whether some byte is known to step the state back to itself (SetNext).
+  bool HasSelfStep(int32_t id) const { return states_[id]->self_step; }
   size_t size() const { return states_.size(); }
   const ByteBits& Unrecorded(int32_t id) const { return states_[id]->unrecorded; }
   // An Unasked step of `byte`, now used: the plain step from now on.
@@ -108,6 +117,8 @@ class StateMemo {
     StepTable next;
     ByteBits ended{};
     ByteBits unrecorded{};  // MarkUnrecorded
+    uint64_t loop_classes = 0, other_classes = 0;  // LoopClasses, OtherClasses
+    bool self_step = false;                         // HasSelfStep
     uint64_t hash = 0;  // of the items, as Intern finds them
   };
   static constexpr size_t kBlock = 16;  // states per block
@@ -159,6 +170,16 @@ class MemoPath {
   // Of `bytes`, those that might step the path at depth d (the others it rejects, and
   // records as asked as Step would): a trie walk then visits only those children.
   ByteBits Scannable(size_t d, const ByteBits& bytes);
+
+  // Whether the interned state at depth d steps back to itself on every byte of the
+  // `classes` (TrieByteClass bits): then every token below a trie node at depth d whose
+  // subtree holds only such bytes lives, with the same state at each of its bytes.
+  // Knows only the steps made so far (and the bytes they fill in alike); records the
+  // reads it relies on as the steps would. False when not interned.
+  bool LoopsOn(size_t d, uint64_t classes);
+  // Whether LoopsOn at depth d could hold for any classes: the state is interned and
+  // has a step back to itself. A cheap test before reading a node's classes.
+  bool MayLoop(size_t d) const { return id_[d] >= 0 && memo_.HasSelfStep(id_[d]); }
 
   // The interned state of the path at depth d, or -1 (not interned).
   int32_t StateId(size_t d) const { return id_[d]; }

@@ -158,12 +158,11 @@ const ContextTokens* TokenMaskCache::FindContext(const NodeMask& mask, int32_t n
     auto narrowed = std::make_shared<ContextTokens>();
     if (mask.has_uncertain) {
       const TokenList& all = mask.any_context.uncertain;
-      const std::vector<int32_t>& sorted = tok_.sorted_ids();
       ContextWalk walk(fsm_, tok_, node, follow, call_targets_, all.size() >= StateMemo::kMinTokens);
       WalkPositions(
           tok_, all.data(), all.size(), [&](size_t d, uint8_t byte) { return walk.Step(d, byte); },
           [&](size_t k) {
-            bool assumed = walk.Assumed(tok_.decoded(sorted[all[k]]).size());
+            bool assumed = walk.Assumed(tok_.sorted_text(all[k]).size());
             (assumed ? narrowed->uncertain : narrowed->certain).push_back(all[k]);
           });
       narrowed->certain.shrink_to_fit();
@@ -189,7 +188,8 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     FillFromCache(set, words, false);
     return;
   }
-  if (FillFromCache(set, words, true)) return;
+  bool wrote = false;
+  if (FillFromCache(set, words, true, &wrote)) return;
   // Something is computed for the first time here. A state that scans few first bytes
   // (a value after `"key":`, a number, a tool name) takes its mask by a direct walk of
   // the vocabulary instead: a few thousand trie steps, where classifying its nodes and
@@ -199,14 +199,14 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // often pays it once. Dense states (string content, free text) classify at once.
   const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
   auto clear = [&] { std::memset(words, 0, num_words * sizeof(uint32_t)); };
-  clear();
+  if (wrote) clear();
   int scannable = 0;
   for (uint64_t w : set.next_bytes) scannable += PopCount64(w);
   if (scannable <= kSparseBytes && CountDirectVisit(set, false)) {
     if (WalkAcceptedTokens(fsm_, tok_, set, nullptr, 0, words, kDirectWalkSteps)) return;
     CountDirectVisit(set, true);  // over budget: these nodes classify at once from now on
+    clear();
   }
-  clear();
   FillFromCache(set, words, false);
 }
 
@@ -223,7 +223,7 @@ bool TokenMaskCache::CountDirectVisit(const EarleySet& set, bool dense) const {
   return direct;
 }
 
-bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only) const {
+bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool* wrote) const {
   // Only kernel items matter: an item predicted in this set (origin == this set) is
   // part of the closure of the kernel item that predicted it, and a node's mask is
   // computed from its whole closure. In the initial set the kernel is the root's start.
@@ -254,6 +254,7 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool l
     contexts.push_back(FindContext(*masks[k], kernel[k].node, *kernel[k].origin, !lookup_only));
     if (!contexts.back()) return false;
   }
+  if (wrote) *wrote = true;
   for (const NodeMask* m : masks) m->OrInto(words);
   // The tokens each item's callers' context accepts for certain; only the uncertain ones
   // that nothing accepted need the full parser: filter each item's (sorted) list,

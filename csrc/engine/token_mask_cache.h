@@ -99,9 +99,9 @@ class TokenMaskCache {
 
   // ORs the text tokens allowed from `set` into `words` from the node masks, computing
   // what is missing; with `lookup_only`, computes nothing and returns false (`words`
-  // partly written) when some classification, context or walk result is neither in
-  // this cache nor in the pool yet.
-  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only) const;
+  // partly written, and *wrote set if given) when some classification, context or walk
+  // result is neither in this cache nor in the pool yet.
+  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool* wrote = nullptr) const;
   // The items whose node masks make the set's (see FillFromCache).
   void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
   // Counts a cold visit of the set's kernel nodes; false once one of them has had

@@ -132,6 +132,7 @@ TokenSlice SliceOf(const TokenizerInfo& tok, const SliceClass& cls, const std::v
   for (int32_t o : open) r.nodes[o].next = rest_nodes;
   r.first_pos[rest_nodes] = static_cast<int32_t>(slice.rest_ids.size());
   IndexWideNodes(r);
+  IndexSubtreeClasses(r);
   return slice;
 }
 

@@ -33,6 +33,12 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
         [&](size_t d, const ByteBits& children, ByteBits* visit) {
           *visit = steps_left > 0 ? path.Scannable(d, children) : ByteBits{};
           return true;
+        },
+        [&](int32_t i) {
+          if (!path.MayLoop(t.nodes[i].depth) || !WorthWholeCheck(t, i) || !path.LoopsOn(t.nodes[i].depth, t.below[i])) return false;
+          --steps_left;
+          for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) accept(sorted[p]);
+          return true;
         });
   } else {
     WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });

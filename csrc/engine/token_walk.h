@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <algorithm>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/earley.h"
@@ -22,6 +23,11 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
   while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
   return lcp;
 }
+inline size_t SharedDepth(std::string_view prev, std::string_view s, size_t depth) {
+  size_t lcp = 0, limit = std::min(depth, s.size());
+  while (lcp < limit && prev[lcp] == s[lcp]) ++lcp;
+  return lcp;
+}
 
 // Visits the trie nodes [begin, end) (whole subtrees) in preorder, one parser state per
 // depth: step(d, byte) extends the path at depth d (0: before the token) by the node's
@@ -32,29 +38,41 @@ inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t 
 // pick(d, children, &visit) may choose the children to step into: it returns true and
 // sets `visit`, a subset of the children's bytes, taking on itself what stepping into
 // the others would do (they are neither stepped nor reported dead); false: all.
-template <class Step, class OnAlive, class OnDead, class Pick>
+//
+// whole(i), asked at a live node before on_alive, may take the node's whole subtree
+// at once when every token in it lives (MemoPath::LoopsOn; see TakesWholeSubtree): it
+// returns true having done what on_alive would for each of its nodes, and the walk
+// goes on after the subtree.
+template <class Step, class OnAlive, class OnDead, class Pick, class Whole>
 void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead,
-              Pick&& pick);
+              Pick&& pick, Whole&& whole);
 
-template <class Step, class OnAlive, class OnDead, class Pick>
+// Whether node i's subtree is worth the loop check of whole(i): a few nodes, or the
+// check costs what their steps would.
+inline bool WorthWholeCheck(const TokenTrie& t, int32_t i) {
+  constexpr int32_t kMinNodes = 4;
+  return !t.below.empty() && t.nodes[i].next - i >= kMinNodes;
+}
+
+template <class Step, class OnAlive, class OnDead, class Pick, class Whole>
 bool WalkWideChildren(const TokenTrie& t, const TokenTrie::Wide& w, size_t d, Step&& step, OnAlive&& on_alive,
-                      OnDead&& on_dead, Pick&& pick) {
+                      OnDead&& on_dead, Pick&& pick, Whole&& whole) {
   std::array<uint64_t, 4> visit;
   if (!pick(d, w.bytes, &visit)) return false;
   for (int word = 0; word < 4; ++word) {
     for (uint64_t bits = visit[word]; bits; bits &= bits - 1) {
       int32_t c = t.ChildOn(w, static_cast<uint8_t>(64 * word + __builtin_ctzll(bits)));
-      WalkTrie(t, c, t.nodes[c].next, step, on_alive, on_dead, pick);  // depth < kWideMaxDepth
+      WalkTrie(t, c, t.nodes[c].next, step, on_alive, on_dead, pick, whole);  // depth < kWideMaxDepth
     }
   }
   return true;
 }
 
-template <class Step, class OnAlive, class OnDead, class Pick>
+template <class Step, class OnAlive, class OnDead, class Pick, class Whole>
 void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead,
-              Pick&& pick) {
+              Pick&& pick, Whole&& whole) {
   if (begin == 0 && end == t.size() && !t.wide_nodes.empty() && t.wide_nodes[0] == -1 &&
-      WalkWideChildren(t, t.wide[0], 0, step, on_alive, on_dead, pick)) {
+      WalkWideChildren(t, t.wide[0], 0, step, on_alive, on_dead, pick, whole)) {
     return;
   }
   for (int32_t i = begin; i < end;) {
@@ -64,8 +82,12 @@ void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAli
       i = n.next;
       continue;
     }
+    if (whole(i)) {
+      i = n.next;
+      continue;
+    }
     on_alive(i);
-    if (n.wide && WalkWideChildren(t, *t.WideOf(i), n.depth, step, on_alive, on_dead, pick)) {
+    if (n.wide && WalkWideChildren(t, *t.WideOf(i), n.depth, step, on_alive, on_dead, pick, whole)) {
       i = n.next;
     } else {
       ++i;
@@ -80,13 +102,12 @@ void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAli
 template <class Step, class OnToken>
 void WalkPositions(const TokenizerInfo& tok, const int32_t* positions, size_t count, Step&& step,
                    OnToken&& on_token) {
-  const std::vector<int32_t>& sorted = tok.sorted_ids();
-  const std::string* prev = nullptr;  // the token whose first `depth` bytes the path spells
+  std::string_view prev;  // the token whose first `depth` bytes the path spells
   size_t depth = 0;
   for (size_t k = 0; k < count;) {
-    const std::string& s = tok.decoded(sorted[positions[k]]);
+    const std::string_view s = tok.sorted_text(positions[k]);
     depth = SharedDepth(prev, s, depth);
-    prev = &s;
+    prev = s;
     bool ok = true;
     for (; depth < s.size(); ++depth) {
       if (!step(depth, static_cast<uint8_t>(s[depth]))) {
@@ -103,8 +124,8 @@ void WalkPositions(const TokenizerInfo& tok, const int32_t* positions, size_t co
     size_t lo = k + 1, hi = count;
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      const std::string& t = tok.decoded(sorted[positions[mid]]);
-      if (t.size() >= plen && t.compare(0, plen, s, 0, plen) == 0) {
+      const std::string_view t = tok.sorted_text(positions[mid]);
+      if (t.size() >= plen && t.substr(0, plen) == s.substr(0, plen)) {
         lo = mid + 1;
       } else {
         hi = mid;

@@ -140,14 +140,14 @@ int32_t LookThroughEmpties(const GrammarIR& g, int32_t id) {
 // parser step cost more the longer the input. Children come before their parents, so
 // nests merge fully. Y{a,b} may stand between empty strings (LookThroughEmpties).
 void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nullable) {
-  for (Expr& e : g->exprs) {
-    if (e.kind != ExprKind::kRepeat) continue;
+  // Merges e with the repeat right inside it; false when there is none to merge.
+  auto merge_once = [&](Expr& e) {
     const Expr& c = g->exprs[LookThroughEmpties(*g, e.children[0])];
-    if (c.kind != ExprKind::kRepeat || nullable().Of(c.children[0])) continue;
+    if (c.kind != ExprKind::kRepeat || nullable().Of(c.children[0])) return false;
     int64_t m = e.min, n = e.max, a = c.min, b = c.max;  // -1: unbounded
     bool contiguous = m == n || (b < 0 ? (m >= 1 || a <= 1) : m * (b - a) >= a - 1);
     int64_t lo = m * a, hi = n == 0 || b == 0 ? 0 : n < 0 || b < 0 ? -1 : n * b;
-    if (!contiguous) continue;
+    if (!contiguous) return false;
     if (lo > GrammarLimits::kMaxRepeat || hi > GrammarLimits::kMaxRepeat) {
       // Unmerged, the rounds' split stays ambiguous at every byte: each parser step would
       // cost more the longer the input (a jump-forward over 64 KiB ran for minutes).
@@ -160,6 +160,15 @@ void MergeNestedRepeats(GrammarIR* g, const std::function<const Nullable&()>& nu
     e.children = {y};
     e.min = static_cast<int32_t>(lo);
     e.max = static_cast<int32_t>(hi);
+    return true;
+  };
+  for (Expr& e : g->exprs) {
+    // Level by level down the nest, as far as a second pass would merge the result
+    // (`("a"{2,})*{0}` is "a"{0}, whose print reads back the same).
+    if (e.kind == ExprKind::kRepeat) {
+      while (merge_once(e)) {
+      }
+    }
   }
 }
 

@@ -147,8 +147,11 @@ void TokenizerInfo::BuildTrie() {
   std::vector<int32_t> open;
   const std::string* prev = nullptr;
   int32_t m = static_cast<int32_t>(sorted_ids_.size());
+  sorted_offsets_.reserve(m + 1);
   for (int32_t k = 0; k < m; ++k) {
     const std::string& s = decoded_[sorted_ids_[k]];
+    sorted_offsets_.push_back(static_cast<int32_t>(sorted_text_.size()));
+    sorted_text_ += s;
     size_t lcp = 0;
     if (prev) {
       size_t limit = std::min(prev->size(), s.size());
@@ -168,8 +171,71 @@ void TokenizerInfo::BuildTrie() {
     prev = &s;
   }
   for (int32_t i : open) t.nodes[i].next = t.size();
+  sorted_offsets_.push_back(static_cast<int32_t>(sorted_text_.size()));
   t.first_pos.push_back(m);
   IndexWideNodes(t);
+  IndexSubtreeClasses(t);
+}
+
+namespace {
+
+struct ByteClasses {
+  std::array<uint8_t, 256> of{};
+  std::array<std::array<uint64_t, 4>, kTrieByteClasses> bytes{};
+  ByteClasses() {
+    int next = 3;  // 0-2: digits, lowercase, uppercase
+    for (int b = 0; b < 256; ++b) {
+      int c;
+      if (b >= '0' && b <= '9') {
+        c = 0;
+      } else if (b >= 'a' && b <= 'z') {
+        c = 1;
+      } else if (b >= 'A' && b <= 'Z') {
+        c = 2;
+      } else if (b >= 0x20 && b < 0x7F) {
+        c = next++;  // 33 printable others: 3-35
+      } else if (b == '\t' || b == '\n' || b == '\r') {
+        c = b == '\t' ? 36 : b == '\n' ? 37 : 38;
+      } else if (b < 0x20) {
+        c = 39;
+      } else if (b == 0x7F) {
+        c = 40;
+      } else if (b < 0xC0) {
+        c = 41;
+      } else if (b < 0xE0) {
+        c = 42;
+      } else if (b < 0xF0) {
+        c = 43;
+      } else {
+        c = 44;
+      }
+      of[b] = static_cast<uint8_t>(c);
+      bytes[c][b >> 6] |= uint64_t{1} << (b & 63);
+    }
+  }
+};
+
+const ByteClasses& Classes() {
+  static const ByteClasses classes;
+  return classes;
+}
+
+}  // namespace
+
+int TrieByteClass(uint8_t byte) { return Classes().of[byte]; }
+
+const std::array<uint64_t, 4>& TrieClassBytes(int c) { return Classes().bytes[c]; }
+
+void IndexSubtreeClasses(TokenTrie& t) {
+  // Backwards, so every child is done before its parent.
+  t.below.assign(t.nodes.size(), 0);
+  for (int32_t i = t.size() - 1; i >= 0; --i) {
+    uint64_t below = 0;
+    for (int32_t c = i + 1; c < t.nodes[i].next; c = t.nodes[c].next) {
+      below |= t.below[c] | uint64_t{1} << TrieByteClass(t.nodes[c].byte);
+    }
+    t.below[i] = below;
+  }
 }
 
 void IndexWideNodes(TokenTrie& t) {

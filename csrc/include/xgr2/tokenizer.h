@@ -49,6 +49,11 @@ struct TokenTrie {
   std::vector<int32_t> wide_nodes;  // ascending
   std::vector<Wide> wide;           // by position in wide_nodes
   std::vector<int32_t> children;
+  // Per node, the classes (TrieByteClass bits) of the bytes below it in its subtree: a
+  // walk whose state steps back to itself on every byte of those classes accepts the
+  // whole subtree without stepping into it (a number's digits, an identifier's letters).
+  // Empty when not indexed (IndexSubtreeClasses).
+  std::vector<uint64_t> below;
   // An open-addressing index of wide_nodes (position + 1; 0 = empty slot): a walk meets
   // a wide node at every few nodes, and a binary search there cost more than the step.
   std::vector<int32_t> wide_slots;
@@ -76,6 +81,17 @@ struct TokenTrie {
 
 // Fills the wide-node index of `t` (TokenTrie::wide): its nodes must be complete.
 void IndexWideNodes(TokenTrie& t);
+
+// Byte classes of TokenTrie::below: digits, lowercase letters, uppercase letters, each
+// other printable ASCII byte on its own (the space, quotes, backslash and operators end
+// the loops that matter), \t, \n, \r, the other controls, DEL, UTF-8 continuation
+// bytes, and the lead bytes of 2-, 3- and 4-byte sequences (with the invalid ones).
+inline constexpr int kTrieByteClasses = 45;
+int TrieByteClass(uint8_t byte);
+// The bytes of class `c` (< kTrieByteClasses), as 4 words of 64 bits.
+const std::array<uint64_t, 4>& TrieClassBytes(int c);
+// Fills TokenTrie::below: its nodes must be complete.
+void IndexSubtreeClasses(TokenTrie& t);
 
 enum class VocabType : uint8_t {
   kRaw,           // tokens are their UTF-8 text
@@ -109,6 +125,12 @@ class TokenizerInfo {
 
   // Text tokens sorted by bytes (a "position" is an index into this list).
   const std::vector<int32_t>& sorted_ids() const { return sorted_ids_; }
+  // The bytes of the token at sorted position `pos`, from one buffer in sorted order:
+  // walks over a list of positions read them in sequence, where decoded(id) is a cache
+  // miss per token (the strings lie in id order).
+  std::string_view sorted_text(int32_t pos) const {
+    return std::string_view(sorted_text_).substr(sorted_offsets_[pos], sorted_offsets_[pos + 1] - sorted_offsets_[pos]);
+  }
   int32_t max_token_bytes() const { return max_token_bytes_; }
   // The byte trie of the sorted tokens, flat in preorder (see TokenTrie).
   const TokenTrie& trie() const { return trie_; }
@@ -131,6 +153,8 @@ class TokenizerInfo {
   std::vector<int32_t> stop_ids_;
   std::vector<int32_t> special_ids_;
   std::vector<int32_t> sorted_ids_;
+  std::string sorted_text_;             // sorted_text(): the tokens' bytes in sorted order
+  std::vector<int32_t> sorted_offsets_;  // where each starts, and the end
   TokenTrie trie_;
   int32_t max_token_bytes_ = 0;
   std::shared_ptr<const std::string> vocabulary_key_;
