@@ -117,3 +117,20 @@ def test_masks_inside_a_long_repetition_match_brute_force(llama3_tokenizer_info,
     check_at = (0, len(ids) // 2, len(ids) - 3, len(ids) - 1)
     state = check_along(state, ids, llama3_tokenizer_info, rng, check_at, complete_vocab=False)
     assert state.can_terminate
+
+
+@pytest.mark.parametrize("ebnf,pattern", [
+    ('root ::= "a"{2,}*{0} "b"', "b"),
+    ('root ::= (("a"{2,})*){1} "b"', "(aa+)*b"),
+    ('root ::= ("a"{3}){2}{0,1} "b"', "(a{6})?b"),
+])
+def test_nested_repetitions_print_as_they_read_back(ebnf, pattern, byte_tokenizer_info):
+    """Merged as far down the nest as a second reading would merge them (a hypothesis
+    case: `"a"{2,}*{0}` printed `("a"{2,}){0}`, which read back as `"a"{0}`)."""
+    printed = str(xgr2.Grammar.from_ebnf(ebnf))
+    assert str(xgr2.Grammar.from_ebnf(printed)) == printed
+    compiled = xgr2.compile(xgr2.Grammar.from_ebnf(printed), byte_tokenizer_info)
+    for n in range(9):
+        text = "a" * n + "b"
+        state = compiled.initial_state().try_advance_bytes(text.encode())
+        assert (state is not None and state.can_terminate) == bool(re.fullmatch(pattern, text)), text
