@@ -144,34 +144,13 @@ bool ContextWalk::LoopsOn(size_t d, uint64_t classes) {
   const int32_t j = pair_id_[d];
   if (j < 0) return false;
   Pair& pair = *pairs_[j];
-  uint64_t open = classes & ~pair.loop_classes;
-  if (!open) return true;
-  if (open & pair.other_classes) return false;
-  for (; open; open &= open - 1) {
-    const int c = __builtin_ctzll(open);
-    const ByteBits& bytes = TrieClassBytes(c);
-    bool loops = true;
-    for (int w = 0; w < 4 && loops; ++w) {
-      // Going on in an assumed context changes Assumed() below: not alike, unless the
-      // path is assumed already (it stays so).
-      if (!assumed_[d] && (bytes[w] & pair.assumed[w])) loops = false;
-      for (uint64_t bits = bytes[w]; bits && loops; bits &= bits - 1) {
-        const auto byte = static_cast<uint8_t>(64 * w + __builtin_ctzll(bits));
-        int32_t to = pair.next[byte];
-        if (to == StateMemo::kUnknown) return false;  // not stepped yet: not known here
-        if (StateMemo::IsUnasked(to) && StateMemo::Unasked(to) == j) {
-          if (inner_[d]) parser_.AskItems(*inner_[d], byte);  // relied on, as a step records
-          if (outer_[d]) parser_.AskItems(*outer_[d], byte);
-          to = j;
-          pair.next[byte] = static_cast<int16_t>(j);
-        }
-        loops = to == j;
-      }
-    }
-    (loops ? pair.loop_classes : pair.other_classes) |= uint64_t{1} << c;
-    if (!loops) return false;
-  }
-  return true;
+  // A step going on in an assumed context changes Assumed() below: not a loop, unless
+  // the path is assumed already (it stays so).
+  const ByteBits disqualified = assumed_[d] ? ByteBits{} : pair.assumed;
+  return StepsBackOn(pair.next, j, classes, disqualified, pair.loop_classes, pair.other_classes, [&](uint8_t byte) {
+    if (inner_[d]) parser_.AskItems(*inner_[d], byte);  // relied on, as a step records
+    if (outer_[d]) parser_.AskItems(*outer_[d], byte);
+  });
 }
 
 bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
@@ -331,7 +310,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
           return true;
         },
         [&](int32_t i) {  // nothing below dies, so nothing below crosses
-          if (!memo_path.MayLoop(t.nodes[i].depth) || !WorthWholeCheck(t, i) || !memo_path.LoopsOn(t.nodes[i].depth, t.below[i])) return false;
+          if (!TakesWholeSubtree(t, i, memo_path)) return false;
           accepted.insert(accepted.end(), ids.begin() + t.first_pos[i], ids.begin() + t.first_pos[t.nodes[i].next]);
           return true;
         });
@@ -403,7 +382,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     int32_t root = mask->crossing[k];
     const std::string& s = tok.decoded(sorted[full.first_pos[root]]);
     mask->crossing_shared[k] =
-        prev ? static_cast<uint16_t>(SharedDepth(prev, s, full.nodes[mask->crossing[k - 1]].depth)) : uint16_t{0};
+        prev ? static_cast<uint16_t>(SharedDepth(*prev, s, full.nodes[mask->crossing[k - 1]].depth)) : uint16_t{0};
     prev = &s;
     mask->crossing_tokens += full.first_pos[full.nodes[root].next] - full.first_pos[root];
   }
@@ -446,9 +425,8 @@ ContextTokens ContextTokensOf(const GrammarFsm& fsm, const TokenizerInfo& tok, i
         },
         [](int32_t) {}, [](size_t, const ByteSet&, ByteSet*) { return false; },
         [&](int32_t i) {
-          size_t depth = t.nodes[i].depth;
-          if (!walk.MayLoop(depth) || !WorthWholeCheck(t, i) || !walk.LoopsOn(depth, t.below[i])) return false;
-          TokenList& list = walk.Assumed(depth) ? out.uncertain : out.certain;
+          if (!TakesWholeSubtree(t, i, walk)) return false;
+          TokenList& list = walk.Assumed(t.nodes[i].depth) ? out.uncertain : out.certain;
           for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) list.push_back(p);
           return true;
         });

@@ -178,7 +178,7 @@ class ContextWalk {
     const EarleySet* outer;
     StepTable next;
     ByteBits assumed{};  // per byte: that step went on in an assumed context
-    uint64_t loop_classes = 0, other_classes = 0;  // as StateMemo's
+    uint64_t loop_classes = 0, other_classes = 0;  // StepsBackOn's cache
     bool self_step = false;                         // some byte steps back here
   };
   static bool CanScan(const EarleySet* set, uint8_t byte) { return set && set->CanScan(byte); }

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "xgr2/tokenizer.h"
-
 namespace xgr2 {
 
 std::vector<std::unique_ptr<StateMemo::State[]>>& StateMemo::Spares() {
@@ -162,32 +160,8 @@ ByteBits MemoPath::Scannable(size_t d, const ByteBits& bytes) {
 bool MemoPath::LoopsOn(size_t d, uint64_t classes) {
   const int32_t id = id_[d];
   if (id < 0) return false;
-  uint64_t open = classes & ~memo_.LoopClasses(id);
-  if (!open) return true;
-  if (open & memo_.OtherClasses(id)) return false;
-  for (; open; open &= open - 1) {
-    const int c = __builtin_ctzll(open);
-    const ByteBits& bytes = TrieClassBytes(c);
-    bool loops = true;
-    for (int w = 0; w < 4 && loops; ++w) {
-      for (uint64_t bits = bytes[w]; bits && loops; bits &= bits - 1) {
-        const auto byte = static_cast<uint8_t>(64 * w + __builtin_ctzll(bits));
-        int32_t to = memo_.Next(id, byte);
-        // Not stepped yet: not known here (no parse the walk would not make; the first
-        // step into the subtree fills in the bytes that step alike, so its children's
-        // subtrees are known).
-        if (to == StateMemo::kUnknown) return false;
-        if (StateMemo::IsUnasked(to) && StateMemo::Unasked(to) == id) {
-          parser_.AskItems(*path_[d], byte);  // relied on: read, as a step would record
-          to = memo_.TakeUnasked(id, byte);
-        }
-        loops = to == id;
-      }
-    }
-    memo_.MarkClass(id, c, loops);
-    if (!loops) return false;
-  }
-  return true;
+  // A filled-in step relied on is read, as the step would record.
+  return memo_.StepsBackOn(id, classes, [&](uint8_t byte) { parser_.AskItems(*path_[d], byte); });
 }
 
 bool MemoPath::RejectUnscannable(size_t d, uint8_t byte) {

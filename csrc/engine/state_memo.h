@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/earley.h"
+#include "xgr2/tokenizer.h"
 
 namespace xgr2 {
 
@@ -30,6 +31,16 @@ using StepTable = std::array<int16_t, 256>;
 // stored as StateMemo::Unasked(to): the walk must record the read at their first use.
 void FillAlikeSteps(StepTable& next, ByteBits& flagged, const ByteSet& alike, int32_t to, bool flag,
                     bool unasked);
+
+// Whether the memoized state `self` (steps `next`) steps back to itself on every byte of
+// the byte classes `classes` (TrieByteClass bits), none of them in `disqualified`, by the
+// steps known so far: an unknown step is not known to loop. `loops` and `other` cache
+// the classes found to loop or not. A step filled in alike and not used yet
+// (StateMemo::Unasked) counts once use_unasked(byte) has recorded its read; it is then
+// made plain. Shared by MemoPath::LoopsOn and ContextWalk::LoopsOn.
+template <class UseUnasked>
+bool StepsBackOn(StepTable& next, int32_t self, uint64_t classes, const ByteBits& disqualified, uint64_t& loops,
+                 uint64_t& other, UseUnasked&& use_unasked);
 
 class StateMemo {
  public:
@@ -93,12 +104,11 @@ class StateMemo {
   void MarkUnrecorded(int32_t id, const ByteBits& bytes) {
     for (int w = 0; w < 4; ++w) states_[id]->unrecorded[w] |= bytes[w];
   }
-  // Of the byte classes (TrieByteClass), those known to step the state back to itself
-  // on every byte, and those known not to.
-  uint64_t LoopClasses(int32_t id) const { return states_[id]->loop_classes; }
-  uint64_t OtherClasses(int32_t id) const { return states_[id]->other_classes; }
-  void MarkClass(int32_t id, int c, bool loops) {
-    (loops ? states_[id]->loop_classes : states_[id]->other_classes) |= uint64_t{1} << c;
+  // StepsBackOn for state `id`.
+  template <class UseUnasked>
+  bool StepsBackOn(int32_t id, uint64_t classes, UseUnasked&& use_unasked) {
+    State& s = *states_[id];
+    return xgr2::StepsBackOn(s.next, id, classes, ByteBits{}, s.loop_classes, s.other_classes, use_unasked);
   }
   // Whether some byte is known to step the state back to itself (SetNext).
   bool HasSelfStep(int32_t id) const { return states_[id]->self_step; }
@@ -117,7 +127,7 @@ class StateMemo {
     StepTable next;
     ByteBits ended{};
     ByteBits unrecorded{};  // MarkUnrecorded
-    uint64_t loop_classes = 0, other_classes = 0;  // LoopClasses, OtherClasses
+    uint64_t loop_classes = 0, other_classes = 0;  // StepsBackOn's cache
     bool self_step = false;                         // HasSelfStep
     uint64_t hash = 0;  // of the items, as Intern finds them
   };
@@ -200,5 +210,37 @@ class MemoPath {
   std::vector<const EarleySet*> path_;
   std::vector<int32_t> id_;  // per depth: the interned state, or -1
 };
+
+template <class UseUnasked>
+bool StepsBackOn(StepTable& next, int32_t self, uint64_t classes, const ByteBits& disqualified, uint64_t& loops,
+                 uint64_t& other, UseUnasked&& use_unasked) {
+  uint64_t open = classes & ~loops;
+  if (!open) return true;
+  if (open & other) return false;
+  for (; open; open &= open - 1) {
+    const int c = __builtin_ctzll(open);
+    const ByteBits& bytes = TrieClassBytes(c);
+    bool back = true;
+    for (int w = 0; w < 4 && back; ++w) {
+      back = (bytes[w] & disqualified[w]) == 0;
+      for (uint64_t bits = bytes[w]; bits && back; bits &= bits - 1) {
+        const auto byte = static_cast<uint8_t>(64 * w + __builtin_ctzll(bits));
+        int32_t to = next[byte];
+        // Not stepped yet: not known here (no parse the walk would not make; the first
+        // step into a subtree fills in the bytes that step alike, so its children's
+        // subtrees are known).
+        if (to == StateMemo::kUnknown) return false;
+        if (StateMemo::IsUnasked(to) && StateMemo::Unasked(to) == self) {
+          use_unasked(byte);
+          next[byte] = static_cast<int16_t>(to = self);
+        }
+        back = to == self;
+      }
+    }
+    (back ? loops : other) |= uint64_t{1} << c;
+    if (!back) return false;
+  }
+  return true;
+}
 
 }  // namespace xgr2

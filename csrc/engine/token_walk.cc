@@ -35,7 +35,7 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
           return true;
         },
         [&](int32_t i) {
-          if (!path.MayLoop(t.nodes[i].depth) || !WorthWholeCheck(t, i) || !path.LoopsOn(t.nodes[i].depth, t.below[i])) return false;
+          if (!TakesWholeSubtree(t, i, path)) return false;
           --steps_left;
           for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) accept(sorted[p]);
           return true;

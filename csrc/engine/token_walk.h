@@ -17,12 +17,6 @@ namespace xgr2 {
 
 // How many of the first `depth` bytes of `prev` (the bytes the parser stack spells)
 // token `s` shares: the stack depth a trie walk can keep when moving on to `s`.
-inline size_t SharedDepth(const std::string* prev, const std::string& s, size_t depth) {
-  if (!prev) return depth;
-  size_t lcp = 0, limit = std::min(depth, s.size());
-  while (lcp < limit && (*prev)[lcp] == s[lcp]) ++lcp;
-  return lcp;
-}
 inline size_t SharedDepth(std::string_view prev, std::string_view s, size_t depth) {
   size_t lcp = 0, limit = std::min(depth, s.size());
   while (lcp < limit && prev[lcp] == s[lcp]) ++lcp;
@@ -47,11 +41,15 @@ template <class Step, class OnAlive, class OnDead, class Pick, class Whole>
 void WalkTrie(const TokenTrie& t, int32_t begin, int32_t end, Step&& step, OnAlive&& on_alive, OnDead&& on_dead,
               Pick&& pick, Whole&& whole);
 
-// Whether node i's subtree is worth the loop check of whole(i): a few nodes, or the
-// check costs what their steps would.
-inline bool WorthWholeCheck(const TokenTrie& t, int32_t i) {
+// Whether every token below the live node i lives with the walk's state there: the
+// state (a MemoPath or ContextWalk path) loops on every byte class below i (LoopsOn).
+// Asked only where cheap to know and worth it: the state has a step back to itself
+// (MayLoop) and the subtree 4+ nodes (else the check costs what their steps would).
+template <class Path>
+bool TakesWholeSubtree(const TokenTrie& t, int32_t i, Path& path) {
   constexpr int32_t kMinNodes = 4;
-  return !t.below.empty() && t.nodes[i].next - i >= kMinNodes;
+  const size_t d = t.nodes[i].depth;
+  return path.MayLoop(d) && !t.below.empty() && t.nodes[i].next - i >= kMinNodes && path.LoopsOn(d, t.below[i]);
 }
 
 template <class Step, class OnAlive, class OnDead, class Pick, class Whole>

@@ -129,7 +129,8 @@ class TokenizerInfo {
   // walks over a list of positions read them in sequence, where decoded(id) is a cache
   // miss per token (the strings lie in id order).
   std::string_view sorted_text(int32_t pos) const {
-    return std::string_view(sorted_text_).substr(sorted_offsets_[pos], sorted_offsets_[pos + 1] - sorted_offsets_[pos]);
+    return {sorted_text_.data() + sorted_offsets_[pos],
+            static_cast<size_t>(sorted_offsets_[pos + 1] - sorted_offsets_[pos])};
   }
   int32_t max_token_bytes() const { return max_token_bytes_; }
   // The byte trie of the sorted tokens, flat in preorder (see TokenTrie).
