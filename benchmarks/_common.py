@@ -484,11 +484,16 @@ def command_line(script: str, argv) -> str:
     return f"`python benchmarks/{script} {' '.join(argv or sys.argv[1:])}`"
 
 
+# The line of RESULTS.md after which the runs start, newest first.
+RUNS_MARKER = "<!-- runs, newest first: benchmarks/_common.py append_results adds each new one here -->"
+
+
 def append_results(title: str, script: str, argv, body: list[str], at_top: bool = True) -> None:
     """Add a dated `## <date>: <title>` section to RESULTS.md (created if missing): the
     machine, the command line of `script` (`argv`, default sys.argv[1:]), then `body`.
-    It goes right after the file's first heading (the file opens with the newest
-    numbers; the text already there is left as it is), or at the end without `at_top`."""
+    It goes above the newest run: after the RUNS_MARKER line (below the file's opening
+    summary of the current numbers, which is written by hand), else right after the
+    file's first heading; or at the end without `at_top`."""
     now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
     section = [
         f"## {now}: {title}",
@@ -498,6 +503,12 @@ def append_results(title: str, script: str, argv, body: list[str], at_top: bool 
         *body,
     ]
     old = RESULTS_MD.read_text(encoding="utf-8") if RESULTS_MD.exists() else None
+    if at_top and old and RUNS_MARKER in old:
+        head, marker, rest = old.partition(RUNS_MARKER)
+        RESULTS_MD.write_text(head + marker + "\n\n" + "\n".join(section) + "\n\n" + rest.lstrip("\n"),
+                              encoding="utf-8")
+        print(f"\nadded above the newest run in {RESULTS_MD}")
+        return
     if at_top and old and old.startswith("# "):
         head, _, rest = old.partition("\n")
         RESULTS_MD.write_text(head + "\n\n" + "\n".join(section) + "\n\n" + rest.lstrip("\n"), encoding="utf-8")

@@ -167,6 +167,9 @@ class TokenizerInfo(Frozen):
         The vocabulary's token slices stay, like its trie: the sets of tokens spelled by a
         dense class of characters (JSON string content, free text), built once per class,
         the JSON string one when the vocabulary is first loaded, the others on first use.
+        So does the classification of JSON string content made at that load (the
+        costliest first mask of a JSON grammar); neither counts in
+        :meth:`cross_grammar_cache_info`'s entries or bytes.
         """
         self._pool.clear()
 

@@ -112,7 +112,7 @@ class SuffixTrie {
 
 std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                                     const std::vector<int32_t>& crossing,
-                                                    const std::vector<uint16_t>& crossing_shared) {
+                                                    const std::vector<uint16_t>& crossing_shared, size_t min_grouped) {
   // The inner parse again along the crossing paths (sharing prefixes, stepping by a
   // memo): each parent's interned state and whether the rule ended on the step into
   // it, and the bytes that follow an end. Done here, once per classification that gets
@@ -184,7 +184,7 @@ std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const
   const auto grouped = static_cast<size_t>(total);
   size_t tokens = 0;
   for (int32_t k : by_key) tokens += t.first_pos[t.nodes[crossing[k]].next] - t.first_pos[crossing[k]];
-  if (grouped < kMinGroupedCrossing || tokens > kMaxTokensPerGrouped * grouped) return nullptr;
+  if (grouped < min_grouped || tokens > kMaxTokensPerGrouped * grouped) return nullptr;
 
   auto groups = std::make_unique<CrossingGroups>();
   groups->after_end_bytes = after_end_bytes;

@@ -52,10 +52,12 @@ struct CrossingGroups {
 // subtrees hold over kMaxTokensPerGrouped tokens a node on average (free text that may
 // end after any byte: tens of thousands of tokens below a few hundred nodes, which a
 // context walk mostly cuts at their first byte, cost more to merge).
+// `min_grouped` lowers the first bound for a build paid elsewhere (prebuilt_masks.h).
 inline constexpr size_t kMinGroupedCrossing = 512;
 inline constexpr size_t kMaxTokensPerGrouped = 16;
 std::unique_ptr<const CrossingGroups> GroupCrossing(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
                                                     const std::vector<int32_t>& crossing,
-                                                    const std::vector<uint16_t>& crossing_shared);
+                                                    const std::vector<uint16_t>& crossing_shared,
+                                                    size_t min_grouped = kMinGroupedCrossing);
 
 }  // namespace xgr2

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/looping_slice.h"
+#include "engine/prebuilt_masks.h"
 
 namespace xgr2 {
 namespace {
@@ -51,6 +52,7 @@ std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
   if (!found) {
     found = std::make_shared<NodeMaskPool>();
     PrebuildSlices(tok, *found);
+    PrebuildJsonStringMasks(tok, *found);
     slots.push_back(Slot{tok.fingerprint(), vocabulary, found});
   }
   return found;

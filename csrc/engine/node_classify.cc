@@ -34,22 +34,32 @@ void AcceptedSet::OrInto(uint32_t* out) const {
   }
 }
 
-bool InnerMask::MayGroup() const {
-  return crossing.size() >= kMinGroupedCrossing &&
+bool InnerMask::MayGroup(size_t min_crossing) const {
+  return crossing.size() >= min_crossing &&
          crossing_tokens <= static_cast<int64_t>(kMaxTokensPerGrouped * crossing.size());
 }
 
 const CrossingGroups* InnerMask::GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok,
                                                int32_t node) const {
-  if (!MayGroup() || context_walks_.fetch_add(1, std::memory_order_relaxed) < kWalksBeforeGrouping) return nullptr;
   int32_t state = groups_state_.load(std::memory_order_acquire);
-  if (state == kGroupsReady) return groups_.get();
+  if (state == kGroupsReady) return groups_.get();  // may be null: nothing worth merging
+  if (!MayGroup() || context_walks_.fetch_add(1, std::memory_order_relaxed) < kWalksBeforeGrouping) return nullptr;
   if (state == kGroupsNone && groups_state_.compare_exchange_strong(state, kGroupsBuilding, std::memory_order_acq_rel)) {
     groups_ = GroupCrossing(fsm, tok, node, crossing, crossing_shared);
     groups_state_.store(kGroupsReady, std::memory_order_release);
     return groups_.get();
   }
   return nullptr;  // another thread is building them: walk as before rather than wait
+}
+
+void InnerMask::BuildGroupsNow(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node,
+                               size_t min_crossing) const {
+  if (!MayGroup(min_crossing)) return;
+  int32_t state = kGroupsNone;
+  if (groups_state_.compare_exchange_strong(state, kGroupsBuilding, std::memory_order_acq_rel)) {
+    groups_ = GroupCrossing(fsm, tok, node, crossing, crossing_shared, min_crossing);
+    groups_state_.store(kGroupsReady, std::memory_order_release);
+  }
 }
 
 EarleySet* const* ClassifySets(size_t count) {

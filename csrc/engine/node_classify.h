@@ -56,7 +56,11 @@ struct InnerMask {
   // crossing nodes and few tokens under each (MayGroup).
   static constexpr int32_t kWalksBeforeGrouping = 2;
   const CrossingGroups* GroupsForWalk(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) const;
-  bool MayGroup() const;
+  bool MayGroup(size_t min_crossing = kMinGroupedCrossing) const;
+  // Builds the groups now, for every context walk from the first, where at least
+  // `min_crossing` nodes cross: for a classification made with the vocabulary
+  // (prebuilt_masks.h), which pays the build there, so smaller ones pay back too.
+  void BuildGroupsNow(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, size_t min_crossing) const;
 
   // With an estimate of the merged tries' size (built after the pool counted this).
   size_t MemoryBytes() const {

@@ -98,9 +98,20 @@ NodeMaskPool::Value NodeMaskPool::InsertAny(Kind kind, std::string_view key, Val
 
 NodeMaskPool::Value NodeMaskPool::FindByReachAny(const std::string& core, const Matches& matches, bool count_miss) {
   std::shared_ptr<const KeyList> keys;  // immutable: matched outside the lock
+  const KeyList* prebuilt = nullptr;    // written only before the pool is shared
   {
     std::lock_guard<std::mutex> lock(mu_);
     keys = std::static_pointer_cast<const KeyList>(FindLocked(FullKey(Kind::kReachIndex, core)));
+    auto it = prebuilt_keys_.find(core);
+    if (it != prebuilt_keys_.end()) prebuilt = &it->second;
+  }
+  if (prebuilt) {
+    for (const auto& key : *prebuilt) {
+      if (!matches(*key)) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      ++hits_;
+      return prebuilt_values_.at(*key);
+    }
   }
   if (keys) {
     for (const auto& key : *keys) {
@@ -123,6 +134,13 @@ NodeMaskPool::Value NodeMaskPool::InsertByReachAny(const std::string& core, std:
                                                    int64_t bytes) {
   std::string index_key = FullKey(Kind::kReachIndex, core);
   std::lock_guard<std::mutex> lock(mu_);
+  if (recording_prebuilt_) {
+    Value stored = prebuilt_values_.emplace(full, value).first->second;
+    KeyList& keys = prebuilt_keys_[core];
+    auto is_full = [&](const std::shared_ptr<const std::string>& key) { return *key == full; };
+    if (std::none_of(keys.begin(), keys.end(), is_full)) keys.push_back(std::make_shared<const std::string>(full));
+    return stored;
+  }
   // The walk may have been stored already under another core: the ball around a node
   // holds edges no walk from it reads, so two structures that differ only there (a
   // dead end next to the node) reach the same key. Index it under this core too, or
@@ -185,6 +203,17 @@ std::shared_ptr<const TokenSlice> NodeMaskPool::InsertSlice(const std::string& k
   std::lock_guard<std::mutex> lock(mu_);
   if (slices_.size() >= kMaxSlices) return slice;
   return slices_.emplace(key, std::move(slice)).first->second;  // another thread's, if it was first
+}
+
+NodeMaskPool::PrebuiltScope::PrebuiltScope(NodeMaskPool& pool) : pool_(pool) {
+  std::lock_guard<std::mutex> lock(pool_.mu_);
+  pool_.recording_prebuilt_ = true;
+}
+
+NodeMaskPool::PrebuiltScope::~PrebuiltScope() {
+  std::lock_guard<std::mutex> lock(pool_.mu_);
+  pool_.recording_prebuilt_ = false;
+  pool_.hits_ = pool_.misses_ = 0;  // the prebuilding's own lookups: a new pool counts from zero
 }
 
 void NodeMaskPool::Clear() {

@@ -123,7 +123,22 @@ class NodeMaskPool {
   std::shared_ptr<const TokenSlice> FindSlice(const std::string& key) const;
   std::shared_ptr<const TokenSlice> InsertSlice(const std::string& key, std::shared_ptr<const TokenSlice> slice);
 
-  void Clear();  // forgets every entry (not the slices) and zeroes the counters
+  // While one is alive (on the thread making a new pool, before anyone else sees it),
+  // the structural entries inserted are prebuilt ones (prebuilt_masks.h): made with the
+  // vocabulary, so, like the slices, kept apart from the other entries, their byte
+  // budget, their counters and Clear; a lookup finds them as it finds the others.
+  class PrebuiltScope {
+   public:
+    explicit PrebuiltScope(NodeMaskPool& pool);
+    ~PrebuiltScope();
+    PrebuiltScope(const PrebuiltScope&) = delete;
+    PrebuiltScope& operator=(const PrebuiltScope&) = delete;
+
+   private:
+    NodeMaskPool& pool_;
+  };
+
+  void Clear();  // forgets every entry (not the slices or prebuilt ones) and zeroes the counters
   void SetLimitBytes(int64_t limit);
 
   struct Stats {
@@ -163,6 +178,10 @@ class NodeMaskPool {
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const TokenSlice>> slices_;
+  // Prebuilt entries: their structural keys by index key (`core`), and their values.
+  std::unordered_map<std::string, KeyList> prebuilt_keys_;
+  std::unordered_map<std::string, Value> prebuilt_values_;
+  bool recording_prebuilt_ = false;  // a PrebuiltScope is alive
   std::list<Entry> lru_;  // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator, PoolKeyHash> index_;  // views into lru_'s keys
   int64_t next_grammar_id_ = 0;
