@@ -1,9 +1,11 @@
-"""JSON string content is classified when a vocabulary is loaded (csrc/engine/prebuilt_masks.h).
+"""JSON string content and the builtin JSON grammar's nodes are classified when a
+vocabulary is loaded (csrc/engine/prebuilt_masks.h).
 
-The classification is made from the builtin JSON grammar and from the JSON Schema front
-end's string content, and used by every grammar with the same structure there through
-the cross-grammar cache. These tests check that a fresh vocabulary's first string masks
-find it, that clearing the cache keeps it, and that masks built on it equal the
+The string content classification is made from the builtin JSON grammar and from the
+JSON Schema front end's string content, and used by every grammar with the same
+structure there through the cross-grammar cache; every other node of the builtin JSON
+grammar is classified too. These tests check that a fresh vocabulary's first masks find
+them, that clearing the cache keeps them, and that masks built on them equal the
 brute-force oracle (each token tried with `try_advance`).
 """
 
@@ -102,3 +104,19 @@ def test_masks_built_on_the_prebuilt_content_are_exact_along_a_document(fresh_to
             state = state.advance_text(text[k : k + 11])
     fresh_tok.set_cross_grammar_cache_limit(256 << 20)
     fresh_tok.clear_cross_grammar_cache()
+
+
+BUILTIN_JSON_PREFIXES = ["", '{"k": ', "[", "[1, ", '{"a": {"b": [true, ', '{"k": 1', '{"k": -0.5e', '{"k": t', '{"k": {}']
+
+
+@pytest.mark.parametrize("prefix", BUILTIN_JSON_PREFIXES)
+def test_the_builtin_json_grammar_finds_every_first_mask_prebuilt(fresh_tok, prefix):
+    """Value starts, numbers, keywords, after a container: each first mask of a fresh
+    compile only hits (without the prebuilt nodes, a cleared cache misses there)."""
+    fresh_tok.clear_cross_grammar_cache()
+    compiled = xgr2.Compiler(fresh_tok, cache_limit_bytes=0).compile(xgr2.Grammar.builtin_json())
+    state = compiled.initial_state().advance_text(prefix)
+    state.bitmask()
+    info = fresh_tok.cross_grammar_cache_info()
+    assert info.hits >= 1 and info.misses == 0, (prefix, info)
+    assert_oracle(state, fresh_tok, f"builtin JSON after {prefix!r}")

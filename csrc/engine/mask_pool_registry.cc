@@ -53,6 +53,7 @@ std::shared_ptr<NodeMaskPool> MaskPoolFor(const TokenizerInfo& tok) {
     found = std::make_shared<NodeMaskPool>();
     PrebuildSlices(tok, *found);
     PrebuildJsonStringMasks(tok, *found);
+    PrebuildBuiltinJsonMasks(tok, found);
     slots.push_back(Slot{tok.fingerprint(), vocabulary, found});
   }
   return found;

@@ -7,6 +7,7 @@
 #include "engine/grammar_sources.h"
 #include "engine/node_classify.h"
 #include "engine/shared_by_reach.h"
+#include "engine/token_mask_cache.h"
 
 namespace xgr2 {
 namespace {
@@ -54,6 +55,22 @@ void PrebuildJsonStringMasks(const TokenizerInfo& tok, NodeMaskPool& pool) {
     // nodes), else built in the middle of the third string context of the process.
     inner->BuildGroupsNow(*c.fsm, tok, c.node, kMinPrebuiltGrouped);
   }
+}
+
+void PrebuildBuiltinJsonMasks(const TokenizerInfo& tok, const std::shared_ptr<NodeMaskPool>& pool) {
+  std::shared_ptr<const GrammarFsm> fsm;
+  try {
+    fsm = GrammarFromEbnf(BuiltinJsonEbnf(), "root").fsm;
+  } catch (const std::exception&) {
+    return;  // only a speed-up
+  }
+  {
+    NodeMaskPool::PrebuiltScope prebuilt(*pool);
+    TokenMaskCache(fsm, tok, pool, /*direct_cold_walks=*/false).PrecomputeAll(1);
+  }
+  // The grammar's own entries (its id, its node masks by grammar and by rule structure)
+  // go: a grammar compiled later finds the structural ones, which stay.
+  pool->Clear();
 }
 
 }  // namespace xgr2
