@@ -412,7 +412,7 @@ def test_grammar_prints_parses_back_and_pickles(name):
     ({"type": "json_schema", "json_schema": {"type": "string"}, "style": "qwen_xml"}, "/json_schema/type",
      "needs \"type\": \"object\""),
     ({"type": "json_schema", "json_schema": TIME, "max_whitespace_cnt": -1}, "/max_whitespace_cnt", "[0, 1000]"),
-    ({"type": "json_schema", "json_schema": TIME, "any_order": True}, "/any_order", "not supported yet"),
+    ({"type": "json_schema", "json_schema": TIME, "any_order": 1}, "/any_order", "true or false"),
     ({"format": {"begin": "<a>", "content": {"nothing": 1}, "end": "</a>"}}, "/format/content", "needs a \"type\""),
     ({"type": "any_tokens", "exclude_tokens": [1.5]}, "/exclude_tokens/0", "integer"),
     ({"type": "exclude_token", "exclude_tokens": 3}, "/exclude_tokens", "must be an array"),

@@ -93,6 +93,7 @@ class Grammar(Frozen):
         strict: bool = True,
         unsupported: Literal["error", "warn", "ignore"] = "error",
         resources: "Mapping[str, dict[str, Any] | bool | str] | None" = None,
+        any_order: bool = False,
     ) -> "Grammar":
         """A grammar for the JSON texts that are valid instances of ``schema``.
 
@@ -123,6 +124,12 @@ class Grammar(Frozen):
                 is an error, except the metaschemas of JSON Schema's drafts (json-schema.org
                 URIs), read from the jsonschema-specifications package when it is installed
                 (it comes with ``jsonschema``).
+            any_order: XGrammar's relaxed objects (its ``any_order``, also a field of the
+                structural tags' ``json_schema`` format): in every object, entries in any
+                order, each a permitted key with a value its schema allows, repeated keys
+                allowed and required keys not tracked; only the number of entries is
+                bounded, to [max(minProperties, number of required), maxProperties]. Wider
+                than the schema by design: use it where the key order must not be forced.
 
         Raises:
             SchemaError: naming the keyword and its JSON pointer.
@@ -167,12 +174,12 @@ class Grammar(Frozen):
         documents += _metaschemas_named(text, {uri for uri, _ in documents})
         ir, notes = _core.GrammarIR.from_json_schema(
             text, bool(any_whitespace), -1 if indent is None else indent, separators, bool(strict),
-            policies[unsupported], documents)
+            policies[unsupported], documents, bool(any_order))
         if unsupported == "warn":
             for note in notes:
                 warnings.warn(note, SchemaWarning, stacklevel=2)
         return Grammar(ir, ("json_schema", text, bool(any_whitespace), indent, separators, bool(strict), unsupported,
-                            tuple(documents)))
+                            tuple(documents), bool(any_order)))
 
     @staticmethod
     def from_structural_tag(spec: "dict[str, Any] | str", *,

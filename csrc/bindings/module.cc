@@ -253,7 +253,7 @@ NB_MODULE(_core, m) {
       .def_static(
           "from_json_schema",
           [](nb::handle schema_obj, bool any_whitespace, int indent, std::optional<std::pair<std::string, std::string>> separators,
-             bool strict, int unsupported, std::vector<std::pair<std::string, std::string>> resources) {
+             bool strict, int unsupported, std::vector<std::pair<std::string, std::string>> resources, bool any_order) {
             std::string schema = Utf8(schema_obj, "schema");
             JsonSchemaOptions opt;
             opt.resources = std::move(resources);
@@ -265,12 +265,13 @@ NB_MODULE(_core, m) {
               opt.key_separator = separators->second;
             }
             opt.strict = strict;
+            opt.any_order = any_order;
             opt.unsupported = static_cast<UnsupportedPolicy>(unsupported);
             nb::gil_scoped_release release;
             return GrammarFromJsonSchema(schema, opt);
           },
           "schema"_a, "any_whitespace"_a, "indent"_a, "separators"_a.none(), "strict"_a, "unsupported"_a,
-          "resources"_a = std::vector<std::pair<std::string, std::string>>())
+          "resources"_a = std::vector<std::pair<std::string, std::string>>(), "any_order"_a = false)
       .def_static(
           "from_structural_tag",
           [](nb::handle spec_obj, const TokenizerInfo* tokenizer) {

@@ -2624,6 +2624,7 @@ class SchemaCompiler {
     if (max_props >= 0 && min_props > max_props) return Nothing(&b_);  // no object has that many properties
     int64_t n_required = 0;
     for (auto& p : declared) n_required += p.required;
+    if (opt_.any_order) return AnyOrderObject(declared, extra, std::max(min_props, n_required), max_props, d);
     // dependentRequired never gets here: Flatten turns it into conditionals.
     // Bounds every object of this grammar meets anyway cost no counting rules.
     bool trivially_bounded = min_props <= n_required &&
@@ -3010,6 +3011,27 @@ class SchemaCompiler {
     bool can_be_empty = min_props == 0;
     for (const Property& p : declared) can_be_empty = can_be_empty && !p.required;
     return text_.Container('{', '}', d, can_be_empty, FirstProperty(declared, extra, rest, min_props, max_props, d));
+  }
+
+  // Options::any_order: `min_props` to `max_props` (-1: any number) entries, each any
+  // declared property or an extra one, in any order, repeats allowed.
+  int32_t AnyOrderObject(const std::vector<Property>& declared, int32_t extra, int64_t min_props, int64_t max_props,
+                         int d) {
+    if (max_props >= 0 && min_props > max_props) return Nothing(&b_);
+    if (std::max(min_props, max_props) > 1000) {
+      throw SchemaError("minProperties / maxProperties above 1000 are not supported", "");
+    }
+    std::vector<int32_t> kinds;
+    for (const Property& p : declared) kinds.push_back(p.value);
+    if (extra >= 0) kinds.push_back(extra);
+    int32_t entries = -1;  // none: only the empty object
+    if (!kinds.empty() && max_props != 0) {
+      int32_t entry = b_.Choice(kinds);
+      entries = b_.Seq({entry, b_.Repeat(b_.Seq({text_.ItemSeparator(d), entry}),
+                                         static_cast<int32_t>(std::max<int64_t>(0, min_props - 1)),
+                                         max_props < 0 ? -1 : static_cast<int32_t>(max_props - 1))});
+    }
+    return text_.Container('{', '}', d, min_props == 0, entries);
   }
 
   // The properties of a non-empty object: the first one written is declared[i] (all

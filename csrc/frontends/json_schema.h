@@ -21,6 +21,12 @@ struct JsonSchemaOptions {
   // Undeclared properties only where the schema allows them explicitly.
   bool strict = true;
   UnsupportedPolicy unsupported = UnsupportedPolicy::kError;
+  // XGrammar's relaxed objects (its `any_order`): every object's entries in any order,
+  // each a permitted key with a value its schema allows, duplicates allowed and which
+  // keys appear not tracked; only the number of entries is bounded, to
+  // [max(minProperties, number of required names), maxProperties]. Wider than the
+  // schema on purpose (docs/json_schema.md).
+  bool any_order = false;
 
   // Other documents that `$ref`s may name: (URI, JSON text). A relative URI is taken
   // relative to the schema's own base (its `$id`, else an unnamed document's).

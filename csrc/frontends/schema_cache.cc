@@ -15,7 +15,7 @@ std::string OptionsKey(const JsonSchemaOptions& o) {
   return std::to_string(o.any_whitespace) + "," + std::to_string(o.indent) + "," + std::to_string(o.has_separators) +
          "," + std::to_string(o.item_separator.size()) + ":" + o.item_separator + "," +
          std::to_string(o.key_separator.size()) + ":" + o.key_separator + "," + std::to_string(o.strict) + "," +
-         std::to_string(static_cast<int>(o.unsupported)) + "," + std::to_string(o.max_whitespace) + "|";
+         std::to_string(static_cast<int>(o.unsupported)) + "," + std::to_string(o.max_whitespace) + "," + std::to_string(o.any_order) + "|";
 }
 
 class SchemaCache {

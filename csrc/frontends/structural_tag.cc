@@ -299,14 +299,15 @@ class Converter {
   }
 
   int32_t Schema(const JsonValue& schema, const std::string& schema_path,
-                 int max_whitespace = JsonSchemaOptions::kMaxWhitespace) {
+                 int max_whitespace = JsonSchemaOptions::kMaxWhitespace, bool any_order = false) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
-    std::string key = std::to_string(max_whitespace) + " " + text;
+    std::string key = std::to_string(max_whitespace) + (any_order ? " any " : " ") + text;
     auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
     if (it != schemas_.end()) return b_.Ref(it->second);
     JsonSchemaOptions options;
     options.max_whitespace = max_whitespace;
+    options.any_order = any_order;
     JsonSchemaGrammar g;
     try {
       g = CachedJsonSchemaToGrammar(text, options);
@@ -329,7 +330,7 @@ class Converter {
       }
       style = s->text;
     }
-    if (Bool(v, "any_order", path, false)) Fail("\"any_order\": true is not supported yet", At(path, "any_order"));
+    bool any_order = Bool(v, "any_order", path, false);
     int max_whitespace = JsonSchemaOptions::kMaxWhitespace;
     if (const JsonValue* m = v.Find("max_whitespace_cnt"); m && m->kind != JsonValue::Kind::kNull) {
       int64_t n = Int(v, "max_whitespace_cnt", path);
@@ -338,10 +339,10 @@ class Converter {
     }
     const JsonValue& schema = Field(v, "json_schema", path);
     std::string schema_path = At(path, "json_schema");
-    if (style == "json") return Schema(schema, schema_path, max_whitespace);
-    return XmlParameters(&b_, schema, style, max_whitespace, schema_path,
+    if (style == "json") return Schema(schema, schema_path, max_whitespace, any_order);
+    return XmlParameters(&b_, schema, style, max_whitespace, any_order, schema_path,
                          [&](const JsonValue& sub, const std::string& sub_path) {
-                           return Schema(sub, sub_path, max_whitespace);
+                           return Schema(sub, sub_path, max_whitespace, any_order);
                          });
   }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "frontends/json_formats.h"
 #include "frontends/regex.h"
@@ -46,7 +47,7 @@ class XmlWriter {
                                            max_ws));
   }
 
-  int32_t Object(const JsonValue& schema, const std::string& path) {
+  int32_t Object(const JsonValue& schema, const std::string& path, bool any_order) {
     if (!schema.IsObject()) Fail("needs an object schema", path);
     static const char* kAllowed[] = {"type", "properties", "required", "additionalProperties", "title",
                                      "description", "$defs", "definitions", "$schema", "$id", "$comment",
@@ -68,6 +69,7 @@ class XmlWriter {
       for (const JsonValue& name : r->items) required.push_back(name.text);
     }
     std::vector<int32_t> parts = {ws_};
+    std::vector<int32_t> kinds;  // any_order: each parameter's form, the extra one's last
     std::vector<std::string> declared;
     if (const JsonValue* props = schema.Find("properties")) {
       if (!props->IsObject()) Fail("\"properties\" must be an object", At(path, "properties"));
@@ -76,6 +78,7 @@ class XmlWriter {
         int32_t one = b_->Seq({Parameter(b_->Bytes(name), sub, At(At(path, "properties"), name)), ws_});
         bool needed = std::find(required.begin(), required.end(), name) != required.end();
         parts.push_back(needed ? one : b_->Optional(one));
+        kinds.push_back(one);
       }
     }
     for (const std::string& name : required) {
@@ -89,8 +92,14 @@ class XmlWriter {
                               b_->Star(b_->Class({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}))});
       JsonValue any;
       any.kind = JsonValue::Kind::kObject;
-      parts.push_back(b_->Star(b_->Seq({Parameter(name, extra->IsBool() ? any : *extra,
-                                                  At(path, "additionalProperties")), ws_})));
+      kinds.push_back(b_->Seq({Parameter(name, extra->IsBool() ? any : *extra, At(path, "additionalProperties")), ws_}));
+      parts.push_back(b_->Star(kinds.back()));
+    }
+    if (any_order) {
+      // Distinct required names: each needs an entry, in any order, repeats allowed.
+      std::set<std::string> needed(required.begin(), required.end());
+      if (kinds.empty()) return needed.empty() ? ws_ : Nothing(b_);
+      return b_->Seq({ws_, b_->Repeat(b_->Choice(kinds), static_cast<int32_t>(needed.size()), -1)});
     }
     return b_->Seq(parts);
   }
@@ -276,7 +285,7 @@ class XmlWriter {
 bool IsXmlStyle(const std::string& style) { return FindStyle(style) != nullptr; }
 
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
-                      const std::string& path,
+                      bool any_order, const std::string& path,
                       const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
@@ -286,7 +295,7 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
   } catch (const SchemaError& e) {
     throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
   }
-  return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path);
+  return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path, any_order);
 }
 
 }  // namespace xgr2

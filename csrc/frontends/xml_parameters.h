@@ -20,10 +20,12 @@ bool IsXmlStyle(const std::string& style);
 
 // The parameters of the object schema `schema` in `style`, whitespace runs at most
 // `max_whitespace` long between them and around JSON values. `json_value(schema, path)`
-// gives the JSON grammar of a property's schema. Throws StructuralTagError at `path`
+// gives the JSON grammar of a property's schema. `any_order`: the parameters in any
+// order, repeats allowed, their number in [max(minProperties, number of required),
+// maxProperties] (as JsonSchemaOptions::any_order). Throws StructuralTagError at `path`
 // (the schema's pointer) for what the style cannot write.
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
-                      const std::string& path,
+                      bool any_order, const std::string& path,
                       const std::function<int32_t(const JsonValue&, const std::string&)>& json_value);
 
 }  // namespace xgr2
