@@ -185,11 +185,10 @@ const ContextTokens* TokenMaskCache::FindContext(const NodeMask& mask, int32_t n
 
 void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   if (!direct_cold_walks_) {
-    FillFromCache(set, words, false);
+    FillFromCache(set, words, false, false);
     return;
   }
-  bool wrote = false;
-  if (FillFromCache(set, words, true, &wrote)) return;
+  if (FillFromCache(set, words, true, false)) return;
   // Something is computed for the first time here. A state that scans few first bytes
   // (a value after `"key":`, a number, a tool name) takes its mask by a direct walk of
   // the vocabulary instead: a few thousand trie steps, where classifying its nodes and
@@ -199,7 +198,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // often pays it once. Dense states (string content, free text) classify at once.
   const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
   auto clear = [&] { std::memset(words, 0, num_words * sizeof(uint32_t)); };
-  if (wrote) clear();
+  clear();  // not written yet, or partly
   int scannable = 0;
   for (uint64_t w : set.next_bytes) scannable += PopCount64(w);
   if (scannable <= kSparseBytes && CountDirectVisit(set, false)) {
@@ -207,7 +206,7 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
     CountDirectVisit(set, true);  // over budget: these nodes classify at once from now on
     clear();
   }
-  FillFromCache(set, words, false);
+  FillFromCache(set, words, false, true);
 }
 
 bool TokenMaskCache::CountDirectVisit(const EarleySet& set, bool dense) const {
@@ -223,7 +222,7 @@ bool TokenMaskCache::CountDirectVisit(const EarleySet& set, bool dense) const {
   return direct;
 }
 
-bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool* wrote) const {
+bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool zeroed) const {
   // Only kernel items matter: an item predicted in this set (origin == this set) is
   // part of the closure of the kernel item that predicted it, and a node's mask is
   // computed from its whole closure. In the initial set the kernel is the root's start.
@@ -254,8 +253,23 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool l
     contexts.push_back(FindContext(*masks[k], kernel[k].node, *kernel[k].origin, !lookup_only));
     if (!contexts.back()) return false;
   }
-  if (wrote) *wrote = true;
-  for (const NodeMask* m : masks) m->OrInto(words);
+  size_t copied = masks.size();
+  if (!zeroed) {
+    const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
+    for (size_t k = 0; k < masks.size() && copied == masks.size(); ++k) {
+      if (!masks[k]->inner->accepted.words.empty()) copied = k;
+    }
+    size_t head = 0;
+    if (copied < masks.size()) {
+      const std::vector<uint32_t>& dense = masks[copied]->inner->accepted.words;
+      head = std::min(dense.size(), num_words);
+      std::memcpy(words, dense.data(), head * sizeof(uint32_t));
+    }
+    std::memset(words + head, 0, (num_words - head) * sizeof(uint32_t));
+  }
+  for (size_t k = 0; k < masks.size(); ++k) {
+    if (k != copied) masks[k]->OrInto(words);
+  }
   // The tokens each item's callers' context accepts for certain; only the uncertain ones
   // that nothing accepted need the full parser: filter each item's (sorted) list,
   // narrowed to its callers' context, before merging.

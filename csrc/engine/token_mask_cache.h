@@ -76,8 +76,9 @@ class TokenMaskCache {
   // PrecomputeCostliest would (costliest first): a background job's pieces.
   std::vector<int32_t> MissingNodes() const;
   std::vector<int32_t> CostliestNodes(int64_t count) const;
-  // Writes the text tokens allowed from `set` into `words` (all zero before): from the
-  // node masks, or by a direct walk where they are not cached yet and the walk is small.
+  // Writes the text tokens allowed from `set` into the whole row `words` (whatever it
+  // held): from the node masks, or by a direct walk where they are not cached yet and the
+  // walk is small.
   void FillBitmask(const EarleySet& set, uint32_t* words) const;
 
   int32_t NumComputed() const;
@@ -99,9 +100,11 @@ class TokenMaskCache {
 
   // ORs the text tokens allowed from `set` into `words` from the node masks, computing
   // what is missing; with `lookup_only`, computes nothing and returns false (`words`
-  // partly written, and *wrote set if given) when some classification, context or walk
-  // result is neither in this cache nor in the pool yet.
-  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool* wrote = nullptr) const;
+  // maybe partly written) when some classification, context or walk result is neither
+  // in this cache nor in the pool yet. `zeroed`: the row arrives all zero; else it is
+  // written whole (a dense node mask copied in, not ORed into a cleared row: one pass
+  // over the row instead of two).
+  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool zeroed) const;
   // The items whose node masks make the set's (see FillFromCache).
   void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
   // Counts a cold visit of the set's kernel nodes; false once one of them has had
