@@ -1,5 +1,5 @@
 """The XML parameter styles of structural tags' ``json_schema`` format (qwen_xml,
-minimax_xml, deepseek_xml, glm_xml) and ``max_whitespace_cnt``.
+minimax_xml, deepseek_xml, glm_xml, kimi_k3_xml) and ``max_whitespace_cnt``.
 
 Oracle: instances drawn from each schema by hypothesis-jsonschema (checked with
 ``jsonschema``) are written in the style by a renderer written here from the styles'
@@ -29,7 +29,17 @@ STYLES = {
     "minimax_xml": ('<parameter name="', '">', "", "</parameter>"),
     "deepseek_xml": ('<｜DSML｜parameter name="', '" string="{flag}">', "", "</｜DSML｜parameter>"),
     "glm_xml": ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
+    "kimi_k3_xml": ('<|open|>argument key="', '" type="{type}"<|sep|>', "", "<|close|>argument<|sep|>"),
 }
+
+
+def kimi_type(value) -> str:
+    """Kimi-K3's type attribute: the type the value is written as (its parser reads
+    "string" as raw text and JSON-decodes any other); ints and floats are "number"."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {str: "string", int: "number", float: "number", type(None): "null", dict: "object",
+            list: "array"}[type(value)]
 
 SCHEMAS = [
     {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
@@ -58,7 +68,8 @@ def render(style: str, schema: dict, instance: dict, gap: str = "\n") -> str:
             continue
         value = instance[name]
         text = value if is_raw(sub) and isinstance(value, str) else json.dumps(value)
-        out.append(key_open + name + key_close.format(flag="true" if isinstance(value, str) else "false") +
+        out.append(key_open + name + key_close.format(flag="true" if isinstance(value, str) else "false",
+                                                      type=kimi_type(value)) +
                    value_open + text + close + gap)
     return "".join(out)
 
@@ -203,3 +214,43 @@ def test_formats_without_a_type_are_read_from_their_fields():
     assert not accepts(grammar, "<r>b</r>")
     rules = {"format": {"rules": [["@", {"value": "X"}]], "loop": False}}
     assert accepts(xgr2.Grammar.from_structural_tag(rules), "text@X")
+
+
+def kimi(name: str, type_name: str, body: str) -> str:
+    return f'<|open|>argument key="{name}" type="{type_name}"<|sep|>{body}<|close|>argument<|sep|>'
+
+
+def test_kimi_k3_type_attribute_matches_how_the_value_is_written():
+    """"string" is raw text, any other name JSON of that type; a property of one type
+    takes only its name, a union's branches each their own, a free-form key any name."""
+    schema = {"type": "object", "required": ["city"], "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}, "unit": {"enum": ["C", "F"]},
+        "where": {"$ref": "#/$defs/place"}, "maybe": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+        "$defs": {"place": {"type": "object", "properties": {"lat": {"type": "number"}}}}}
+    grammar = grammar_of("kimi_k3_xml", schema)
+    city = kimi("city", "string", "Paris")
+    assert accepts(grammar, city)
+    assert not accepts(grammar, kimi("city", "number", "Paris"))
+    assert accepts(grammar, city + kimi("days", "number", "3"))
+    assert not accepts(grammar, city + kimi("days", "integer", "3"))
+    assert not accepts(grammar, city + kimi("days", "string", "3"))
+    assert accepts(grammar, city + kimi("unit", "string", "F"))
+    assert not accepts(grammar, city + kimi("unit", "string", '"F"'))
+    assert accepts(grammar, city + kimi("where", "object", '{"lat": 1.5}'))
+    assert not accepts(grammar, city + kimi("where", "string", '{"lat": 1.5}'))
+    assert accepts(grammar, city + kimi("maybe", "null", "null"))
+    assert accepts(grammar, city + kimi("maybe", "number", "4"))
+    assert not accepts(grammar, city + kimi("maybe", "null", "4"))
+    free = grammar_of("kimi_k3_xml", {**schema, "additionalProperties": True})
+    assert accepts(free, city + kimi("extra", "boolean", "any text"))  # free-form: any name
+    assert not accepts(free, city + kimi("extra", "bool", "x"))
+    assert not accepts(grammar, city + kimi("extra", "string", "x"))
+
+
+def test_kimi_k3_with_any_order():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+              "required": ["a", "b"]}
+    spec = {"type": "json_schema", "json_schema": schema, "style": "kimi_k3_xml", "any_order": True}
+    grammar = xgr2.Grammar.from_structural_tag(spec)
+    assert accepts(grammar, kimi("b", "string", "x") + kimi("a", "number", "1"))
+    assert not accepts(grammar, kimi("b", "string", "x"))

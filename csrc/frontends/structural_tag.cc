@@ -325,7 +325,8 @@ class Converter {
     std::string style = qwen_parameters ? "qwen_xml" : "json";
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
-        Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\" or \"glm_xml\"",
+        Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\", \"glm_xml\" or "
+             "\"kimi_k3_xml\"",
              At(path, "style"));
       }
       style = s->text;

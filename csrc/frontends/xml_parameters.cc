@@ -1,7 +1,9 @@
 #include "frontends/xml_parameters.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "frontends/json_formats.h"
@@ -27,7 +29,24 @@ constexpr XmlStyle kStyles[] = {
     {"deepseek_xml", "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"", "", "",
      "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>"},
     {"glm_xml", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"},
+    // kimi_k3_xml: `" type="` then the value's type name then `"<|sep|>` (TypedValue).
+    {"kimi_k3_xml", "<|open|>argument key=\"", "", "", "<|close|>argument<|sep|>"},
 };
+
+bool IsKimiK3(const XmlStyle& s) { return std::string(s.name) == "kimi_k3_xml"; }
+
+// The type name Kimi-K3 writes for a JSON value (its parser reads "string" as raw text
+// and any other name as JSON): integers and other numbers are both "number".
+std::string KimiTypeOfValue(const JsonValue& v) {
+  switch (v.kind) {
+    case JsonValue::Kind::kString: return "string";
+    case JsonValue::Kind::kBool: return "boolean";
+    case JsonValue::Kind::kNull: return "null";
+    case JsonValue::Kind::kObject: return "object";
+    case JsonValue::Kind::kArray: return "array";
+    default: return "number";
+  }
+}
 
 const XmlStyle* FindStyle(const std::string& name) {
   for (const XmlStyle& s : kStyles) {
@@ -110,6 +129,9 @@ class XmlWriter {
   }
 
   int32_t Parameter(int32_t name, const JsonValue& schema, const std::string& path) {
+    if (IsKimiK3(style_)) {
+      return b_->Seq({b_->Bytes(style_.key_prefix), name, TypedValue(schema, path), b_->Bytes(style_.value_suffix)});
+    }
     std::vector<int32_t> parts = {b_->Bytes(style_.key_prefix), name};
     if (std::string(style_.name) == "deepseek_xml") {  // either flag, whatever the value's type
       parts.push_back(b_->Seq({b_->Bytes("\" string=\""), b_->Choice({b_->Bytes("true"), b_->Bytes("false")}),
@@ -121,6 +143,77 @@ class XmlWriter {
     parts.push_back(Value(schema, path));
     parts.push_back(b_->Bytes(style_.value_suffix));
     return b_->Seq(parts);
+  }
+
+  // Kimi-K3: `" type="T"<|sep|>` then the value, T the type the value is written as. A
+  // schema of one type pins T; a bare anyOf or a type list pairs each branch with its
+  // own; otherwise (a free-form value, a oneOf) any type name, as XGrammar writes it.
+  int32_t TypedValue(const JsonValue& schema, const std::string& path) {
+    auto typed = [&](const std::string& type, int32_t value) {
+      return b_->Seq({b_->Bytes("\" type=\"" + type + "\"<|sep|>"), value});
+    };
+    const JsonValue& s = Resolved(schema);
+    if (std::optional<std::string> type = KimiType(s)) return typed(*type, Value(schema, path));
+    if (s.IsObject() && IsBareAnyOf(s)) {
+      const JsonValue& branches = *s.Find("anyOf");
+      std::vector<int32_t> alts;
+      for (size_t i = 0; i < branches.items.size(); ++i) {
+        alts.push_back(TypedValue(branches.items[i], At(path, "anyOf") + "/" + std::to_string(i)));
+      }
+      return b_->Choice(alts);
+    }
+    if (const JsonValue* t = s.IsObject() ? s.Find("type") : nullptr; t && t->IsArray() && RawCheckable(s)) {
+      std::vector<int32_t> alts;
+      for (const JsonValue& one_type : t->items) {
+        JsonValue one = s;
+        for (auto& [key, value] : one.members) {
+          if (key == "type") value = one_type;
+        }
+        alts.push_back(TypedValue(*Keep(std::move(one)), path));
+      }
+      return b_->Choice(alts);
+    }
+    std::vector<int32_t> names;
+    for (const char* n : {"string", "number", "integer", "boolean", "object", "array", "null"}) names.push_back(b_->Bytes(n));
+    return b_->Seq({b_->Bytes("\" type=\""), b_->Choice(names), b_->Bytes("\"<|sep|>"), Value(schema, path)});
+  }
+
+  // The one type name every value of `s` is written with, if there is one.
+  static std::optional<std::string> KimiType(const JsonValue& s) {
+    if (!s.IsObject()) return std::nullopt;
+    if (const JsonValue* c = s.Find("const")) return KimiTypeOfValue(*c);
+    if (const JsonValue* e = s.Find("enum"); e && e->IsArray() && !e->items.empty()) {
+      std::string first = KimiTypeOfValue(e->items[0]);
+      for (const JsonValue& v : e->items) {
+        if (KimiTypeOfValue(v) != first) return std::nullopt;
+      }
+      return first;
+    }
+    if (IsBareAnyOf(s) || s.Find("oneOf") || s.Find("allOf")) return std::nullopt;
+    const JsonValue* t = s.Find("type");
+    if (t && t->IsArray() && t->items.size() == 1) t = &t->items[0];
+    if (!t || !t->IsString()) return std::nullopt;
+    return t->text == "integer" ? "number" : t->text;
+  }
+
+  // A local `#/$defs/NAME` or `#/definitions/NAME` reference's target (for its type
+  // name; the value itself is written from `s`, refs and all); `s` otherwise.
+  const JsonValue& Resolved(const JsonValue& s) const {
+    const JsonValue* ref = s.IsObject() ? s.Find("$ref") : nullptr;
+    if (!ref || !ref->IsString() || !root_) return s;
+    for (const char* defs : {"$defs", "definitions"}) {
+      std::string prefix = std::string("#/") + defs + "/";
+      if (ref->text.rfind(prefix, 0) != 0) continue;
+      const JsonValue* all = root_->Find(defs);
+      const JsonValue* target = all ? all->Find(ref->text.substr(prefix.size())) : nullptr;
+      if (target) return *target;
+    }
+    return s;
+  }
+
+  const JsonValue* Keep(JsonValue v) {
+    kept_.push_back(std::move(v));
+    return &kept_.back();
   }
 
   // A string's raw text; another value as JSON between whitespace. As XGrammar's XML
@@ -278,6 +371,7 @@ class XmlWriter {
   const JsonValue* root_ = nullptr;
   int32_t ws_ = -1;
   std::map<std::string, int32_t> formats_;  // format name -> its rule
+  std::deque<JsonValue> kept_;              // schemas made here (one type of a type list)
 };
 
 }  // namespace

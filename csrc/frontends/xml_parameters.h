@@ -1,10 +1,11 @@
 // The XML parameter styles of structural tags' `json_schema` format (`style`:
-// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml"): an object schema's properties
+// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml", "kimi_k3_xml"): an object schema's properties
 // written as tags instead of a JSON object, as those models' tool calls write arguments:
 //   qwen_xml      <parameter=NAME>VALUE</parameter>
 //   minimax_xml   <parameter name="NAME">VALUE</parameter>
 //   deepseek_xml  <｜DSML｜parameter name="NAME" string="true|false">VALUE</｜DSML｜parameter>
 //   glm_xml       <arg_key>NAME</arg_key><arg_value>VALUE</arg_value>
+//   kimi_k3_xml   <|open|>argument key="NAME" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>
 // A string value is its raw text; other values are JSON. See docs/structural_tags.md.
 #pragma once
 #include <functional>
