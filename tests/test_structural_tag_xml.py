@@ -186,6 +186,12 @@ def test_additional_properties_take_any_name_only_when_allowed():
     assert accepts(grammar, "<parameter=city>x</parameter><parameter=extra_1>5</parameter>")
     assert not accepts(grammar, "<parameter=city>x</parameter><parameter=extra_1>five</parameter>")
     assert not accepts(grammar_of("qwen_xml", SCHEMAS[0]), "<parameter=city>x</parameter><parameter=e>5</parameter>")
+    # A declared name is never an additional one: its value keeps its own schema.
+    free = grammar_of("qwen_xml", {**SCHEMAS[0], "additionalProperties": True})
+    assert not accepts(free, "<parameter=city>x</parameter><parameter=days>five</parameter>")
+    assert not accepts(free, "<parameter=city>x</parameter><parameter=days>0</parameter>")  # minimum 1
+    assert accepts(free, "<parameter=city>x</parameter><parameter=days_x>five</parameter>")
+    assert accepts(free, "<parameter=city>x</parameter><parameter=day>five</parameter>")
 
 
 def test_qwen_xml_parameter_is_the_qwen_xml_style():

@@ -8,6 +8,7 @@
 
 #include "frontends/json_formats.h"
 #include "frontends/regex.h"
+#include "frontends/regex_dfa.h"
 #include "frontends/schema_refs.h"
 #include "grammar/tag_dispatch.h"
 #include "xgr2/errors.h"
@@ -107,8 +108,11 @@ class XmlWriter {
     }
     // Other names only where the schema allows them explicitly (strict, as JSON).
     if (const JsonValue* extra = schema.Find("additionalProperties"); extra && !(extra->IsBool() && !extra->boolean)) {
-      int32_t name = b_->Seq({b_->Class({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}),
-                              b_->Star(b_->Class({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}))});
+      // An identifier other than the declared names (theirs take their own schemas).
+      CharDfa identifiers = CharDfa::FromPattern("^[a-zA-Z_][a-zA-Z0-9_]*$", false);
+      CharDfa others = declared.empty() ? identifiers : identifiers.Minus(CharDfa::Words(declared));
+      int32_t name = EmitDfa(b_, others, [&](const std::vector<CodepointRange>& c) { return b_->Class(c); },
+                             "xml_name");
       JsonValue any;
       any.kind = JsonValue::Kind::kObject;
       kinds.push_back(b_->Seq({Parameter(name, extra->IsBool() ? any : *extra, At(path, "additionalProperties")), ws_}));
