@@ -372,17 +372,49 @@ def test_no_tools_with_auto_is_free_text_and_specs_are_json():
         assert json.loads(json.dumps(spec)) == spec
 
 
-@pytest.mark.parametrize("family", ["hermes", "kimi_k2", "qwen3_coder", "minimax_m2", "deepseek_v32"])
+def spec_triggers(family: str, tool_choice="auto") -> tuple[list[str], list[str]]:
+    """The triggers and excluded strings of the preset's own ``triggered_tags`` (the
+    free text's call or section start), read from its structural tag; ([], []) for a
+    family whose free text has no trigger (llama3_json, harmony)."""
+    def find(f):
+        if isinstance(f, dict):
+            if f.get("type") == "triggered_tags":
+                return f
+            values = f.values()
+        elif isinstance(f, list):
+            values = f
+        else:
+            return None
+        return next((hit for v in values if (hit := find(v)) is not None), None)
+
+    found = find(tool_calling.structural_tag(family, [WEATHER, TIME], tool_choice)["format"])
+    return (list(found["triggers"]), list(found.get("excludes", []))) if found else ([], [])
+
+
+@pytest.mark.parametrize("family", tool_calling.FAMILIES)
 def test_token_masks_along_an_output_match_brute_force(family, llama3_tokenizer_info, llama3_hf_tokenizer):
+    """Llama-3 masks along a rendered output (reasoning, free text holding "<tool" and the
+    family's trigger less its last character, a call) equal brute force (``try_advance``
+    of every id) at a few states inside the partial trigger and a few others."""
     from test_mask_oracle import check_along
 
+    triggers, _ = spec_triggers(family)
+    partial = triggers[0][:-1] if triggers else ""
     calls = [("get_weather", {"city": "Paris", "days": 2}, WEATHER["function"]["parameters"])]
-    text = render(family, "Let me <tool check.", calls, "ok")
+    text = render(family, f"Let me <tool {partial} check.", calls, "ok")
     grammar = getattr(tool_calling, family)([WEATHER, TIME], reasoning=True)
     state = xgr2.compile(grammar, llama3_tokenizer_info).initial_state()
     ids = llama3_hf_tokenizer.encode(text, add_special_tokens=False)
-    state = check_along(state, ids, llama3_tokenizer_info, random.Random(0), range(0, len(ids) + 1, 4),
-                        complete_vocab=False)
+    ends = [0]
+    for t in ids:
+        ends.append(ends[-1] + len(llama3_tokenizer_info.decoded_vocab[t]))
+    data, rng = text.encode(), random.Random(family)
+    start = data.index(b"Let me <tool") if b"Let me" in data else len(data)
+    inside = sorted(k for k, e in enumerate(ends) if start < e <= start + len(f"Let me <tool {partial}".encode()))
+    # ~0.1 s a state: 4 inside the partial trigger (the last one among them), 3 others, the end.
+    check_at = set(rng.sample(inside, min(3, len(inside))) + inside[-1:] + rng.sample(range(len(ids) + 1), 3))
+    check_at.add(len(ids))
+    state = check_along(state, ids, llama3_tokenizer_info, rng, check_at, complete_vocab=False)
     assert state.can_terminate
 
 
