@@ -75,6 +75,7 @@ __all__ = [
     "parse_calls",
     "qwen3_coder",
     "structural_tag",
+    "think_then",
 ]
 
 ToolChoice = Union[str, Mapping[str, Any], Sequence[Any]]
@@ -691,3 +692,33 @@ for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deeps
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
 del _f
+
+
+def think_then(answer: Mapping[str, Any] | None = None, *, json_schema: Any = None,
+               tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """``<think>`` reasoning ``</think>``, any whitespace, then the answer, without tools.
+
+    The layout of reasoning models' output (Qwen3, DeepSeek-R1, GLM-4.5, Kimi-K2-Thinking,
+    MiniMax-M2 write ``<think>\\n...\\n</think>\\n\\n``): the reasoning is free text
+    without ``</think>``; the answer is ``answer``, a structural-tag format
+    (docs/structural_tags.md), or with ``json_schema=`` a JSON document of that schema
+    (as :meth:`xgr2.Grammar.from_json_schema` with its defaults), or else free text.
+    ``tokenizer_info``: as for the presets (``<think>`` matched by id where it is one of
+    the model's special tokens).
+
+    >>> g = think_then(json_schema={"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    >>> import xgr2
+    >>> tok = xgr2.TokenizerInfo([bytes([b]) for b in range(256)])
+    >>> state = xgr2.compile(g, tok).initial_state()
+    >>> state.try_advance_bytes(b'<think>Sure.</think>\\n{"ok": true}').can_terminate
+    True
+    """
+    if answer is not None and json_schema is not None:
+        raise ToolCallingError("give the answer as a format or as json_schema=, not both")
+    if answer is not None and not isinstance(answer, Mapping):
+        raise ToolCallingError(f"answer must be a structural-tag format (a dict), got {type(answer).__name__}")
+    content = dict(answer) if answer is not None else _schema(json_schema) if json_schema is not None else _text()
+    spec = _wrap(content, True)
+    if tokenizer_info is not None:
+        spec = with_special_tokens(spec, tokenizer_info)
+    return Grammar.from_structural_tag(spec)
