@@ -48,7 +48,10 @@ std::string FullKey(NodeMaskPool::Kind kind, std::string_view key) {
 
 NodeMaskPool::Value NodeMaskPool::FindLocked(const std::string& full_key) {
   auto it = index_.find(full_key);
-  if (it == index_.end()) return nullptr;
+  if (it == index_.end()) {
+    auto pre = prebuilt_values_.find(full_key);
+    return pre == prebuilt_values_.end() ? nullptr : pre->second;
+  }
   lru_.splice(lru_.begin(), lru_, it->second);  // now the most recently used
   return it->second->value;
 }
@@ -72,6 +75,10 @@ void NodeMaskPool::EvictTo(int64_t limit) {
 }
 
 void NodeMaskPool::InsertLocked(std::string full_key, Value value, int64_t bytes) {
+  if (recording_prebuilt_) {  // a prebuilt grammar's own entries (its id, its masks by id)
+    prebuilt_values_.emplace(std::move(full_key), std::move(value));
+    return;
+  }
   bytes += static_cast<int64_t>(full_key.size()) + kEntryOverhead;
   if (bytes > limit_bytes_) return;  // too large to keep at all
   EvictTo(limit_bytes_ - bytes);

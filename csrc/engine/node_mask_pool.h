@@ -124,9 +124,11 @@ class NodeMaskPool {
   std::shared_ptr<const TokenSlice> InsertSlice(const std::string& key, std::shared_ptr<const TokenSlice> slice);
 
   // While one is alive (on the thread making a new pool, before anyone else sees it),
-  // the structural entries inserted are prebuilt ones (prebuilt_masks.h): made with the
-  // vocabulary, so, like the slices, kept apart from the other entries, their byte
-  // budget, their counters and Clear; a lookup finds them as it finds the others.
+  // the entries inserted are prebuilt ones (prebuilt_masks.h): made with the vocabulary,
+  // so, like the slices, kept apart from the other entries, their byte budget, their
+  // counters and Clear; a lookup finds them as it finds the others. The structural ones
+  // serve every grammar of that structure; the grammar's own (its id, its masks, contexts
+  // and walks by id) serve that grammar compiled again.
   class PrebuiltScope {
    public:
     explicit PrebuiltScope(NodeMaskPool& pool);
@@ -178,7 +180,8 @@ class NodeMaskPool {
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const TokenSlice>> slices_;
-  // Prebuilt entries: their structural keys by index key (`core`), and their values.
+  // Prebuilt entries: their structural keys by index key (`core`), and the values of
+  // every prebuilt key (structural or not).
   std::unordered_map<std::string, KeyList> prebuilt_keys_;
   std::unordered_map<std::string, Value> prebuilt_values_;
   bool recording_prebuilt_ = false;  // a PrebuiltScope is alive

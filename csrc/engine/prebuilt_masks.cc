@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/earley.h"
 #include "engine/grammar_sources.h"
 #include "engine/node_classify.h"
 #include "engine/shared_by_reach.h"
@@ -66,11 +67,39 @@ void PrebuildBuiltinJsonMasks(const TokenizerInfo& tok, const std::shared_ptr<No
   }
   {
     NodeMaskPool::PrebuiltScope prebuilt(*pool);
-    TokenMaskCache(fsm, tok, pool, /*direct_cold_walks=*/false).PrecomputeAll(1);
+    TokenMaskCache cache(fsm, tok, pool, /*direct_cold_walks=*/false);
+    // Each node as a grammar's fill meets it (not PrecomputeAll's any-context form, which
+    // a later grammar's per-context lookups would not find).
+    for (int32_t node : cache.MissingNodes()) cache.Get(node, false);
+    // The masks along documents with every kind of value, in and after each container,
+    // nested up to four deep, compact and indented: their context walks (which tokens
+    // crossing a node's rule go on after it: a key's or string value's closing quote
+    // above all) and uncertain-token walks are what a state still walks on its first
+    // visit. Stored under the grammar's id and by structure, like the masks.
+    static const char* const kDocuments[] = {
+        R"({"a": "b c", "d": [1, -2.5e3, true, false, null, {"e": {}, "f": [], "g": "h"}, [], ["i", 0, {"j": 1}]],)"
+        R"( "k": {"l": 1, "m": "n", "o": {"p": [2, 3], "q": {"r": null, "s": "t"}}, "u": [{"v": 1, "w": 2}]},)"
+        R"( "x": 0.5, "y": true})",
+        R"({"a": {"b": {"c": {"d": "e", "f": 1}, "g": [{"h": {"i": true}}]}}, "j": [[{"k": ["l", {"m": 2}]}]]})",
+        "{\n  \"a\": \"b\",\n  \"c\": {\n    \"d\": [\n      1,\n      {\n        \"e\": null\n      }\n    ],\n"
+        "    \"f\": \"g\"\n  },\n  \"h\": [\n    \"i\",\n    2\n  ]\n}",
+    };
+    const size_t num_words = (static_cast<size_t>(tok.vocab_size()) + 31) / 32;
+    std::vector<uint32_t> row(num_words);
+    EarleyParser parser(*fsm, ThreadScratch());
+    for (const char* document : kDocuments) {
+      auto state = std::make_shared<EarleySet>();
+      parser.Initial(state.get());
+      for (const char* c = document;; ++c) {
+        cache.FillBitmask(*state, row.data());
+        if (!*c) break;
+        auto next = std::make_shared<EarleySet>();
+        if (!parser.Advance(*state, static_cast<uint8_t>(*c), next.get())) break;  // (never: they are JSON)
+        KeepOrigins(next.get());
+        state = std::move(next);
+      }
+    }
   }
-  // The grammar's own entries (its id, its node masks by grammar and by rule structure)
-  // go: a grammar compiled later finds the structural ones, which stay.
-  pool->Clear();
 }
 
 }  // namespace xgr2

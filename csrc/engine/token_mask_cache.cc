@@ -319,7 +319,10 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, bool l
   if (ids) {
     apply(*ids);
   } else {
-    if (lookup_only) return false;
+    // A few uncertain tokens are walked even by a lookup-only fill: cheaper than the
+    // direct walk of every token it would fall back to (a state whose nodes and contexts
+    // are all known, met along a new path: deeper nesting, another member).
+    if (lookup_only && uncertain.size() > kLookupOnlyWalk) return false;
     WalkAcceptedTokens(fsm_, tok_, set, uncertain.data(), uncertain.size(), words);
     if (!memo) return true;
     auto accepted = std::make_shared<std::vector<int32_t>>();

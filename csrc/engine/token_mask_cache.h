@@ -120,6 +120,7 @@ class TokenMaskCache {
   std::string SameKey(char tag, const void* what, size_t size) const;
 
   static constexpr size_t kMaxSignatureItems = 1024;  // larger states are not memoized
+  static constexpr size_t kLookupOnlyWalk = 64;  // uncertain tokens a lookup-only fill still walks
   // Direct walks of cold states (FillBitmask): at most this many first bytes scannable,
   // at most this many trie steps (sparse walks take under 2,000 in Llama-3), and the
   // visit of a node at which it is classified instead.
