@@ -2,7 +2,7 @@
 
 64 states at different points of real JSON documents (builtin JSON grammar, Llama-3
 tokenizer, warm node-mask cache), each filled into its own row. Prints the median time
-of both ways and their ratio; `--write-results` appends it to benchmarks/RESULTS.md.
+of both ways and their ratio; `--write-results` adds it near the top of benchmarks/RESULTS.md.
 
     python benchmarks/bench_batch.py [--batch 64] [--repeats 50] [--write-results]
 """
@@ -10,14 +10,12 @@ of both ways and their ratio; `--write-results` appends it to benchmarks/RESULTS
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import time
 
 import numpy as np
-from _common import RESULTS_MD, load_tokenizer  # first: it puts a built source tree on sys.path
+from _common import append_results, load_tokenizer  # first: it puts a built source tree on sys.path
 import xgr2  # noqa: E402
 
 
@@ -62,11 +60,7 @@ def main() -> None:
     table = "| states | cores | single calls ms | batch call ms | speedup |\n|---|---|---|---|---|\n" + line
     print(table)
     if args.write_results:
-        with RESULTS_MD.open("a", encoding="utf-8") as f:
-            f.write(f"\n## {datetime.datetime.now():%Y-%m-%d %H:%M}: batch mask filling\n\n")
-            f.write(f"- {platform.processor() or platform.machine()}, {os.cpu_count()} cores, xgr2 {xgr2.__version__}\n")
-            f.write(f"- Command: `python benchmarks/bench_batch.py --batch {args.batch} --repeats {args.repeats}`\n\n")
-            f.write(table + "\n")
+        append_results("batch mask filling", "bench_batch.py", None, ["", table])
 
 
 if __name__ == "__main__":
