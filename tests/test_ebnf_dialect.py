@@ -182,7 +182,7 @@ def test_regex_macro_flags_and_json_string():
     ('root ::= TagDispatch(("<t>", a), color=true)\na ::= "x"', "unknown TagDispatch option"),
     ('root ::= Token("x")', "Token takes token ids"),
     ("root ::= ExcludeToken()", "needs at least one token id"),
-    ('root ::= TokenTagDispatch((1, a))\na ::= "x"', "TokenTagDispatch"),
+    ('root ::= TokenTagDispatch((1, a), color=true)\na ::= "x"', "unknown TokenTagDispatch option"),
     ('root ::= Regex("a", color=true)', "Regex takes"),
     ('root ::= Regex("a", flags="x")', "unknown Regex flag"),
     ('root ::= Regex("a(")', "invalid Regex pattern"),

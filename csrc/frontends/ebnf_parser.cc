@@ -473,7 +473,61 @@ class EbnfParser {
     if (name == "Substring") return SubstringMacro(args, start);
     if (name == "TagDispatch") return TagDispatchMacro(args, start);
     if (name == "Token" || name == "ExcludeToken") return TokenMacro(args, name == "ExcludeToken");
+    if (name == "TokenTagDispatch") return TokenTagDispatchMacro(args);
     Fail("the `" + name + "` macro is not supported yet", start);
+  }
+
+  // XGrammar's TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...)):
+  // TagDispatch over whole tokens. Free tokens are any but the triggers and the excluded
+  // ones; a trigger token goes on with its rule; then free tokens again (looping), or the
+  // end. The IR of the structural tags' `token_dispatch`: `(<[^t, x]> | <[t]> rule)*`,
+  // without looping `<[^t, x]>* (<[t]> rule)?`.
+  int32_t TokenTagDispatchMacro(const std::vector<MacroArg>& args) {
+    IrBuilder b(g_);
+    auto token_id = [&](const MacroArg& a) {
+      if (a.kind != MacroArg::kInt) Fail("TokenTagDispatch takes token ids (integers)", a.pos);
+      if (a.number > GrammarLimits::kMaxTokenId) {
+        Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
+      }
+      uint32_t id = static_cast<uint32_t>(a.number);
+      return CodepointRange{id, id};
+    };
+    std::vector<CodepointRange> not_free;
+    std::vector<int32_t> parts;
+    bool loop = true;
+    for (const MacroArg& a : args) {
+      if (a.key.empty()) {
+        if (a.kind != MacroArg::kTuple || a.items.size() != 2 || a.items[1].kind != MacroArg::kName) {
+          Fail("TokenTagDispatch takes (token_id, rule_name) pairs, then named options", a.pos);
+        }
+        CodepointRange trigger = token_id(a.items[0]);
+        not_free.push_back(trigger);
+        Expr ref;
+        ref.kind = ExprKind::kRuleRef;
+        int32_t id = g_->AddExpr(std::move(ref));
+        RuleId(a.items[1].text);
+        pending_refs_.push_back({id, a.items[1].text, a.items[1].pos});
+        parts.push_back(b.Seq({b.Token({trigger}), id}));
+      } else if (a.key == "loop_after_dispatch") {
+        if (a.kind != MacroArg::kBool) Fail("`loop_after_dispatch` takes true or false", a.pos);
+        loop = a.flag;
+      } else if (a.key == "excludes") {
+        if (a.kind == MacroArg::kInt) {
+          not_free.push_back(token_id(a));
+        } else if (a.kind == MacroArg::kTuple) {
+          for (const MacroArg& item : a.items) not_free.push_back(token_id(item));
+        } else {
+          Fail("`excludes` takes a token id or a tuple of token ids", a.pos);
+        }
+      } else {
+        Fail("unknown TokenTagDispatch option `" + a.key + "` (expected loop_after_dispatch or excludes)", a.pos);
+      }
+    }
+    int32_t free_token = b.Token(NormalizeRanges(std::move(not_free)), true);
+    if (parts.empty()) return b.Star(free_token);
+    int32_t part = parts.size() == 1 ? parts[0] : b.Choice(parts);
+    if (loop) return b.Star(b.Choice({free_token, part}));
+    return b.Seq({b.Star(free_token), b.Optional(part)});
   }
 
   // XGrammar's Token(id, ...) (one token with one of these ids) and ExcludeToken(id, ...)
