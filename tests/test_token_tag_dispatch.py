@@ -4,7 +4,7 @@ which goes on with its rule; then free tokens again, or (without looping) the en
 
 Oracle: every token sequence up to length 4 over a small vocabulary is accepted iff
 Python's `re` matches its spelling (one letter per token id) against the documented
-language, written here as a regular expression.
+language, written here as a regular expression. Malformed calls: tests/test_ebnf_dialect.py.
 """
 
 from __future__ import annotations
@@ -55,19 +55,6 @@ def test_the_language_of_every_short_sequence(grammar, language):
 def test_it_prints_back_to_the_same_grammar():
     g = xgr2.Grammar.from_ebnf(CASES[2][0])
     assert str(xgr2.Grammar.from_ebnf(str(g))) == str(g)
-
-
-@pytest.mark.parametrize("text,message", [
-    ("root ::= TokenTagDispatch((\"<t>\", a))\na ::= \"x\"", "token ids"),
-    ("root ::= TokenTagDispatch((1, a), color=true)\na ::= \"x\"", "unknown TokenTagDispatch option"),
-    ("root ::= TokenTagDispatch((1, a), excludes=\"x\")\na ::= \"x\"", "`excludes` takes"),
-    ("root ::= TokenTagDispatch((1, a), loop_after_dispatch=1)\na ::= \"x\"", "true or false"),
-    ("root ::= TokenTagDispatch((1))", "(token_id, rule_name) pairs"),
-    ("root ::= TokenTagDispatch((1, missing))", "missing"),
-])
-def test_malformed_calls_name_the_problem(text, message):
-    with pytest.raises(xgr2.GrammarError, match=re.escape(message)):
-        xgr2.Grammar.from_ebnf(text)
 
 
 @pytest.mark.parametrize("grammar,language", CASES)

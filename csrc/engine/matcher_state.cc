@@ -76,11 +76,14 @@ bool MatcherState::Accepts(int32_t token) const { return TryAdvance(token).has_v
 void MatcherState::FillBitmask(uint32_t* words) const {
   const TokenizerInfo& tok = *grammar_->tokenizer;
   size_t num_words = (static_cast<size_t>(tok.vocab_size()) + 31) / 32;
-  if (terminated_ || !grammar_->mask_cache) std::memset(words, 0, num_words * sizeof(uint32_t));
-  if (terminated_) return;
+  if (terminated_) {
+    std::memset(words, 0, num_words * sizeof(uint32_t));
+    return;
+  }
   if (grammar_->mask_cache) {
     grammar_->mask_cache->FillBitmask(*set_, words);  // writes the whole row
   } else {
+    std::memset(words, 0, num_words * sizeof(uint32_t));
     WalkAcceptedTokens(grammar_->fsm(), tok, *set_, nullptr, 0, words);
   }
   if (set_->accepting) {

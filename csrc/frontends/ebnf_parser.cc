@@ -484,14 +484,7 @@ class EbnfParser {
   // without looping `<[^t, x]>* (<[t]> rule)?`.
   int32_t TokenTagDispatchMacro(const std::vector<MacroArg>& args) {
     IrBuilder b(g_);
-    auto token_id = [&](const MacroArg& a) {
-      if (a.kind != MacroArg::kInt) Fail("TokenTagDispatch takes token ids (integers)", a.pos);
-      if (a.number > GrammarLimits::kMaxTokenId) {
-        Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
-      }
-      uint32_t id = static_cast<uint32_t>(a.number);
-      return CodepointRange{id, id};
-    };
+    auto token_id = [&](const MacroArg& a) { return TokenIdArg(a, "TokenTagDispatch"); };
     std::vector<CodepointRange> not_free;
     std::vector<int32_t> parts;
     bool loop = true;
@@ -502,12 +495,7 @@ class EbnfParser {
         }
         CodepointRange trigger = token_id(a.items[0]);
         not_free.push_back(trigger);
-        Expr ref;
-        ref.kind = ExprKind::kRuleRef;
-        int32_t id = g_->AddExpr(std::move(ref));
-        RuleId(a.items[1].text);
-        pending_refs_.push_back({id, a.items[1].text, a.items[1].pos});
-        parts.push_back(b.Seq({b.Token({trigger}), id}));
+        parts.push_back(b.Seq({b.Token({trigger}), RuleRefArg(a.items[1])}));
       } else if (a.key == "loop_after_dispatch") {
         if (a.kind != MacroArg::kBool) Fail("`loop_after_dispatch` takes true or false", a.pos);
         loop = a.flag;
@@ -539,16 +527,31 @@ class EbnfParser {
     e.kind = ExprKind::kToken;
     e.negated = exclude;
     for (const MacroArg& a : args) {
-      if (!a.key.empty() || a.kind != MacroArg::kInt) {
-        Fail(std::string(name) + " takes token ids (integers) only", a.pos);
-      }
-      if (a.number > GrammarLimits::kMaxTokenId) {
-        Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
-      }
-      e.ranges.push_back({static_cast<uint32_t>(a.number), static_cast<uint32_t>(a.number)});
+      if (!a.key.empty()) Fail(std::string(name) + " takes token ids (integers) only", a.pos);
+      e.ranges.push_back(TokenIdArg(a, name));
     }
     e.ranges = NormalizeRanges(std::move(e.ranges));
     return g_->AddExpr(std::move(e));
+  }
+
+  // A macro argument that is a token id, as a one-id range.
+  CodepointRange TokenIdArg(const MacroArg& a, const char* macro) {
+    if (a.kind != MacroArg::kInt) Fail(std::string(macro) + " takes token ids (integers) only", a.pos);
+    if (a.number > GrammarLimits::kMaxTokenId) {
+      Fail("token id too large (at most " + std::to_string(GrammarLimits::kMaxTokenId) + ")", a.pos);
+    }
+    uint32_t id = static_cast<uint32_t>(a.number);
+    return {id, id};
+  }
+
+  // A reference to the rule a macro argument names, resolved once the grammar is read.
+  int32_t RuleRefArg(const MacroArg& name) {
+    Expr ref;
+    ref.kind = ExprKind::kRuleRef;
+    int32_t id = g_->AddExpr(std::move(ref));
+    RuleId(name.text);
+    pending_refs_.push_back({id, name.text, name.pos});
+    return id;
   }
 
   // Regex("pattern", json_string=false, flags="")
@@ -612,12 +615,7 @@ class EbnfParser {
           Fail("TagDispatch takes (\"tag\", rule_name) pairs, then named options", a.pos);
         }
         spec.tags.push_back(a.items[0].text);
-        Expr ref;
-        ref.kind = ExprKind::kRuleRef;
-        int32_t id = g_->AddExpr(std::move(ref));
-        RuleId(a.items[1].text);
-        pending_refs_.push_back({id, a.items[1].text, a.items[1].pos});
-        targets.push_back(id);
+        targets.push_back(RuleRefArg(a.items[1]));
       } else if (a.key == "stop_eos") {
         spec.stop_eos = flag(a);
       } else if (a.key == "stop_str") {

@@ -1,7 +1,6 @@
 #include "frontends/xml_parameters.h"
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -168,13 +167,7 @@ class XmlWriter {
     }
     if (const JsonValue* t = s.IsObject() ? s.Find("type") : nullptr; t && t->IsArray() && RawCheckable(s)) {
       std::vector<int32_t> alts;
-      for (const JsonValue& one_type : t->items) {
-        JsonValue one = s;
-        for (auto& [key, value] : one.members) {
-          if (key == "type") value = one_type;
-        }
-        alts.push_back(TypedValue(*Keep(std::move(one)), path));
-      }
+      for (const JsonValue& one_type : t->items) alts.push_back(TypedValue(WithType(s, one_type), path));
       return b_->Choice(alts);
     }
     std::vector<int32_t> names;
@@ -215,9 +208,13 @@ class XmlWriter {
     return s;
   }
 
-  const JsonValue* Keep(JsonValue v) {
-    kept_.push_back(std::move(v));
-    return &kept_.back();
+  // `s` with `type` replaced by one of its types (the same keywords, one type).
+  static JsonValue WithType(const JsonValue& s, const JsonValue& type) {
+    JsonValue one = s;
+    for (auto& [key, value] : one.members) {
+      if (key == "type") value = type;
+    }
+    return one;
   }
 
   // A string's raw text; another value as JSON between whitespace. As XGrammar's XML
@@ -248,13 +245,7 @@ class XmlWriter {
       }
       if (type && type->IsArray() && !type->items.empty() && RawCheckable(schema)) {
         std::vector<int32_t> alts;
-        for (const JsonValue& t : type->items) {
-          JsonValue one = schema;  // the same keywords, one type
-          for (auto& [key, value] : one.members) {
-            if (key == "type") value = t;
-          }
-          alts.push_back(Value(one, path, true));
-        }
+        for (const JsonValue& t : type->items) alts.push_back(Value(WithType(schema, t), path, true));
         return b_->Choice(alts);
       }
       if (OnlyAnnotations(schema)) return AnyText();
@@ -375,7 +366,6 @@ class XmlWriter {
   const JsonValue* root_ = nullptr;
   int32_t ws_ = -1;
   std::map<std::string, int32_t> formats_;  // format name -> its rule
-  std::deque<JsonValue> kept_;              // schemas made here (one type of a type list)
 };
 
 }  // namespace
