@@ -19,8 +19,8 @@ void PrebuildJsonStringMasks(const TokenizerInfo& tok, NodeMaskPool& pool);
 
 // Classifies every node of the builtin JSON grammar (JSON mode: after the string
 // content, its value starts are the costliest first masks, 0.1-0.2 ms each in a fresh
-// process), and walks the contexts of the states along a small document with every kind
-// of value, likewise as prebuilt entries.
+// process), and fills the states along three small documents with every kind of value
+// (their contexts and uncertain-token walks), likewise as prebuilt entries.
 void PrebuildBuiltinJsonMasks(const TokenizerInfo& tok, const std::shared_ptr<NodeMaskPool>& pool);
 
 }  // namespace xgr2
