@@ -24,6 +24,7 @@ struct ForLoop {
   std::atomic<uint64_t> range{0};  // the indices not taken: [high 32 bits, low 32 bits)
   int wanted = 0;                  // helpers still wanted; guarded by the pool's mutex
   int active = 0;                  // helpers inside Work(); guarded by the pool's mutex
+  std::atomic<int> busy{0};        // helpers inside Work(), read by the caller's spin
   std::exception_ptr error;
   std::mutex error_mutex;
 };
@@ -71,6 +72,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mu_);
       loops_.push_back(&loop);
+      loops_queued_.fetch_add(1, std::memory_order_release);
       if (helpers >= idle_) {
         work_cv_.notify_all();
       } else {
@@ -78,8 +80,15 @@ class Pool {
       }
     }
     Work(&loop, false);
+    // The helpers are finishing their last index (a bitmask row: microseconds): wait
+    // for them spinning, not asleep on the condition variable, whose wake-up costs
+    // tens of microseconds on a virtual machine.
+    SpinWhile([&] { return loop.busy.load(std::memory_order_acquire) > 0; }, kCallerSpin);
     std::unique_lock<std::mutex> lock(mu_);
-    if (loop.wanted > 0) loops_.erase(std::find(loops_.begin(), loops_.end(), &loop));  // late helpers: no
+    if (loop.wanted > 0) {  // late helpers: no
+      loops_.erase(std::find(loops_.begin(), loops_.end(), &loop));
+      loops_queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
     loop_done_cv_.wait(lock, [&] { return loop.active == 0; });
     if (loop.error) std::rethrow_exception(loop.error);
   }
@@ -189,12 +198,22 @@ class Pool {
       --idle_;
       if (!loops_.empty()) {  // foreground first
         ForLoop* loop = loops_.front();
-        if (--loop->wanted == 0) loops_.pop_front();
+        if (--loop->wanted == 0) {
+          loops_.pop_front();
+          loops_queued_.fetch_sub(1, std::memory_order_relaxed);
+        }
         ++loop->active;
+        loop->busy.fetch_add(1, std::memory_order_relaxed);
         lock.unlock();
         Work(loop, true);
+        loop->busy.fetch_sub(1, std::memory_order_release);
         lock.lock();
         if (--loop->active == 0) loop_done_cv_.notify_all();
+        // Decoding loops fill a batch of rows, then advance the batch, then fill again:
+        // stay awake a little for the next loop rather than be woken for it.
+        lock.unlock();
+        SpinWhile([&] { return loops_queued_.load(std::memory_order_acquire) == 0; }, kWorkerSpin);
+        lock.lock();
         continue;
       }
       // One piece, then look again: a foreground loop that came meanwhile goes first.
@@ -223,7 +242,23 @@ class Pool {
     }
   }
 
+  // Spins until done() is false or `limit` has passed.
+  template <class Done>
+  static void SpinWhile(Done&& done, std::chrono::microseconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    for (int k = 0; done(); ++k) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();  // lets the core's other hardware thread run
+#endif
+      if ((k & 63) == 63 && std::chrono::steady_clock::now() >= deadline) return;
+    }
+  }
+  // How long a caller spins for its helpers' last indices, and a worker for the next
+  // foreground loop after one (OpenMP runtimes spin for milliseconds by default).
+  static constexpr std::chrono::microseconds kCallerSpin{100}, kWorkerSpin{200};
+
   int num_workers_ = 0;
+  std::atomic<int> loops_queued_{0};  // loops_.size(), read by spinning workers
   std::mutex mu_;
   std::condition_variable work_cv_, loop_done_cv_, background_done_cv_;
   std::deque<ForLoop*> loops_;  // foreground loops that want helpers, oldest first
