@@ -260,3 +260,102 @@ def test_kimi_k3_with_any_order():
     grammar = xgr2.Grammar.from_structural_tag(spec)
     assert accepts(grammar, kimi("b", "string", "x") + kimi("a", "number", "1"))
     assert not accepts(grammar, kimi("b", "string", "x"))
+
+
+# A string reached through a local $ref or an allOf of one schema is written raw, as a
+# string property is (XGrammar's XML styles read them so); each style writes it so.
+@pytest.mark.parametrize("style", ["qwen_xml", "minimax_xml", "glm_xml", "kimi_k3_xml"])
+@pytest.mark.parametrize("wrap", ["ref", "allOf"])
+def test_a_string_behind_a_ref_or_one_allof_is_raw_text(style, wrap):
+    short = {"type": "string", "minLength": 2, "maxLength": 4}
+    value = {"$ref": "#/$defs/short"} if wrap == "ref" else {"allOf": [short], "description": "d"}
+    schema = {"type": "object", "properties": {"q": value}, "required": ["q"], "$defs": {"short": short}}
+    grammar = grammar_of(style, schema)
+
+    def param(body: str) -> str:
+        key_open, key_close, value_open, close = STYLES[style]
+        return "\n" + key_open + "q" + key_close.format(type="string") + value_open + body + close + "\n"
+
+    for body in ["ab", "abcd", "é😀", " a "]:
+        assert accepts(grammar, param(body)), body
+    for body in ["a", "abcde", '"abcd"']:  # quoted, the last is 6 characters of raw text
+        assert not accepts(grammar, param(body)), body
+
+
+def test_a_recursive_definition_met_again_is_json():
+    """anyOf [string of 1-4 characters, $ref to itself]: the string branch is raw; the
+    inner reference is JSON (an infinite expansion is not written raw)."""
+    value = {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 4}, {"$ref": "#/$defs/value"}]}
+    schema = {"type": "object", "properties": {"v": {"$ref": "#/$defs/value"}}, "required": ["v"],
+              "$defs": {"value": value}}
+    grammar = grammar_of("glm_xml", schema)
+    for body, ok in [("a", True), ("abcd", True), ('"abc"', True), ("abcde", False), ('"abcde"', False)]:
+        assert accepts(grammar, f"<arg_key>v</arg_key><arg_value>{body}</arg_value>") == ok, body
+
+
+def test_a_root_ref_to_the_definitions_is_its_target():
+    """Pydantic writes a model's schema as {"$ref": "#/$defs/Model", "$defs": {...}}."""
+    schema = {"$ref": "#/$defs/Query", "$defs": {"Query": {
+        "type": "object", "properties": {"city": {"type": "string"}, "n": {"type": "integer"}}, "required": ["city"]}}}
+    grammar = grammar_of("qwen_xml", schema)
+    assert accepts(grammar, "<parameter=city>Oslo</parameter>\n<parameter=n>3</parameter>")
+    assert not accepts(grammar, "<parameter=n>3</parameter>")
+    assert not accepts(grammar, "<parameter=city>Oslo</parameter><parameter=n>three</parameter>")
+    with pytest.raises(xgr2.StructuralTagError, match=r"\$ref"):
+        grammar_of("qwen_xml", {"$ref": "#/$defs/Loop", "$defs": {"Loop": {"$ref": "#/$defs/Loop"}}})
+    with pytest.raises(xgr2.StructuralTagError, match=r"\$ref"):
+        grammar_of("qwen_xml", {"$ref": "#/$defs/Q", "type": "object", "$defs": {"Q": {"type": "object"}}})
+
+
+@pytest.mark.parametrize("schema", [{"type": "object"}, True])
+def test_an_object_without_properties_takes_any_parameters(schema):
+    """As in the JSON style, where {"type": "object"} allows any property."""
+    grammar = grammar_of("qwen_xml", schema)
+    assert accepts(grammar, "")
+    assert accepts(grammar, "<parameter=city>Paris</parameter>\n<parameter=days>3</parameter>")
+    assert not accepts(grammar, "<parameter=1city>Paris</parameter>")  # names are identifiers
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_a_tool_without_parameters_has_nothing_between_its_tags(style):
+    for schema in [{"type": "object", "properties": {}, "required": []},
+                   {"type": "object", "properties": {}, "additionalProperties": False},
+                   {"type": "object", "additionalProperties": True, "maxProperties": 0}]:
+        grammar = grammar_of(style, schema)
+        assert accepts(grammar, "")
+        for gap in [" ", "\n", "\t\t", " \n\t"]:
+            assert not accepts(grammar, gap), (schema, gap)
+
+
+def test_min_and_max_properties_in_declared_order_and_in_any_order():
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+              "required": ["a"], "minProperties": 1, "maxProperties": 2}
+    grammar = grammar_of("qwen_xml", schema)
+    assert accepts(grammar, "<parameter=a>1</parameter>")
+    assert accepts(grammar, "<parameter=a>1</parameter><parameter=b>2</parameter>")
+    with pytest.raises(xgr2.StructuralTagError, match="minProperties"):
+        grammar_of("qwen_xml", {"type": "object", "properties": {}, "required": [], "minProperties": 1})
+    with pytest.raises(xgr2.StructuralTagError, match="minProperties"):
+        grammar_of("qwen_xml", {**schema, "minProperties": 2})  # needs counting: any_order only
+    with pytest.raises(xgr2.StructuralTagError, match="maxProperties"):
+        grammar_of("qwen_xml", {**schema, "maxProperties": 1})
+    spec = {"type": "json_schema", "json_schema": {**schema, "minProperties": 2}, "style": "qwen_xml",
+            "any_order": True}
+    unordered = xgr2.Grammar.from_structural_tag(spec)
+    assert accepts(unordered, "<parameter=b>2</parameter><parameter=a>1</parameter>")
+    assert not accepts(unordered, "<parameter=a>1</parameter>")
+    assert not accepts(unordered, "<parameter=a>1</parameter><parameter=b>2</parameter><parameter=b>3</parameter>")
+
+
+def test_unevaluated_properties_is_additional_properties_at_an_xml_root():
+    open_schema = {"type": "object", "properties": {"city": {"type": "string"}}, "unevaluatedProperties": True}
+    assert accepts(grammar_of("qwen_xml", open_schema), "<parameter=city>x</parameter><parameter=other>y</parameter>")
+    closed = {**open_schema, "unevaluatedProperties": False}
+    assert not accepts(grammar_of("qwen_xml", closed), "<parameter=city>x</parameter><parameter=other>y</parameter>")
+
+
+def test_kimi_k3_keys_are_escaped_as_xml_attributes():
+    schema = {"type": "object", "properties": {'we"ird&<key>': {"type": "string"}}, "required": ['we"ird&<key>']}
+    grammar = grammar_of("kimi_k3_xml", schema)
+    assert accepts(grammar, kimi("we&quot;ird&amp;&lt;key&gt;", "string", "v"))
+    assert not accepts(grammar, kimi('we"ird&<key>', "string", "v"))

@@ -48,6 +48,21 @@ std::string KimiTypeOfValue(const JsonValue& v) {
   }
 }
 
+// `text` inside a double-quoted XML attribute, as Kimi-K3's parser unescapes it.
+std::string XmlAttributeText(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
 const XmlStyle* FindStyle(const std::string& name) {
   for (const XmlStyle& s : kStyles) {
     if (name == s.name) return &s;
@@ -67,10 +82,30 @@ class XmlWriter {
   }
 
   int32_t Object(const JsonValue& schema, const std::string& path, bool any_order) {
+    if (!root_) root_ = &schema;  // the definitions' holder, also when the root is a $ref
+    if (schema.IsBool() && schema.boolean) {  // any arguments: as {"type": "object"}
+      JsonValue object;
+      object.kind = JsonValue::Kind::kObject;
+      return Object(object, path, any_order);
+    }
     if (!schema.IsObject()) Fail("needs an object schema", path);
+    if (const JsonValue* ref = schema.Find("$ref")) {
+      // A root that names its object schema among its definitions (pydantic writes them).
+      const JsonValue& target = Resolved(schema);
+      bool only_ref = std::all_of(schema.members.begin(), schema.members.end(), [](const auto& m) {
+        return m.first == "$ref" || m.first == "$defs" || m.first == "definitions" || m.first == "$schema" ||
+               m.first == "$id" || IsAnnotation(m.first);
+      });
+      if (&target == &schema || !only_ref || ++root_refs_ > kMaxRootRefs) {
+        Fail("supports a root \"$ref\" only to the root's \"$defs\" or \"definitions\", with annotations beside it",
+             At(path, "$ref"));
+      }
+      return Object(target, path + "/" + JsonPointerToken("$ref") + "<" + ref->text + ">", any_order);
+    }
     static const char* kAllowed[] = {"type", "properties", "required", "additionalProperties", "title",
                                      "description", "$defs", "definitions", "$schema", "$id", "$comment",
-                                     "examples", "default"};
+                                     "examples", "default", "minProperties", "maxProperties",
+                                     "unevaluatedProperties"};
     for (const auto& [key, value] : schema.members) {
       if (std::none_of(std::begin(kAllowed), std::end(kAllowed), [&](const char* k) { return key == k; })) {
         Fail("supports object schemas with properties, required and additionalProperties; \"" + key +
@@ -81,7 +116,6 @@ class XmlWriter {
     if (const JsonValue* type = schema.Find("type"); type && !(type->IsString() && type->text == "object")) {
       Fail("needs \"type\": \"object\"", At(path, "type"));
     }
-    root_ = &schema;
     std::vector<std::string> required;
     if (const JsonValue* r = schema.Find("required")) {
       if (!r->IsArray()) Fail("\"required\" must be an array of names", At(path, "required"));
@@ -94,7 +128,8 @@ class XmlWriter {
       if (!props->IsObject()) Fail("\"properties\" must be an object", At(path, "properties"));
       for (const auto& [name, sub] : props->members) {
         declared.push_back(name);
-        int32_t one = b_->Seq({Parameter(b_->Bytes(name), sub, At(At(path, "properties"), name)), ws_});
+        int32_t key = b_->Bytes(IsKimiK3(style_) ? XmlAttributeText(name) : name);
+        int32_t one = b_->Seq({Parameter(key, sub, At(At(path, "properties"), name)), ws_});
         bool needed = std::find(required.begin(), required.end(), name) != required.end();
         parts.push_back(needed ? one : b_->Optional(one));
         kinds.push_back(one);
@@ -105,8 +140,20 @@ class XmlWriter {
         Fail("the required property \"" + name + "\" is not declared in \"properties\"", At(path, "required"));
       }
     }
-    // Other names only where the schema allows them explicitly (strict, as JSON).
-    if (const JsonValue* extra = schema.Find("additionalProperties"); extra && !(extra->IsBool() && !extra->boolean)) {
+    // Other names only where the schema allows them explicitly (strict, as JSON), or
+    // where it declares no properties ({"type": "object"}: any names, as JSON).
+    // With no other applicator here, unevaluatedProperties means what additionalProperties does.
+    const JsonValue* extra = schema.Find("additionalProperties");
+    if (!extra) extra = schema.Find("unevaluatedProperties");
+    if (!extra && !schema.Find("properties")) {
+      static const JsonValue kAnyValue = [] {
+        JsonValue any;
+        any.kind = JsonValue::Kind::kObject;
+        return any;
+      }();
+      extra = &kAnyValue;
+    }
+    if (extra && !(extra->IsBool() && !extra->boolean)) {
       // An identifier other than the declared names (theirs take their own schemas).
       CharDfa identifiers = CharDfa::FromPattern("^[a-zA-Z_][a-zA-Z0-9_]*$", false);
       CharDfa others = declared.empty() ? identifiers : identifiers.Minus(CharDfa::Words(declared));
@@ -117,11 +164,42 @@ class XmlWriter {
       kinds.push_back(b_->Seq({Parameter(name, extra->IsBool() ? any : *extra, At(path, "additionalProperties")), ws_}));
       parts.push_back(b_->Star(kinds.back()));
     }
+    // minProperties / maxProperties: exact where the count needs no counting (the
+    // required ones are at least the minimum; the maximum is 0 or at least every
+    // parameter), or in any order (a bounded repetition).
+    std::set<std::string> needed(required.begin(), required.end());
+    auto count = [&](const char* key) -> int32_t {
+      const JsonValue* v = schema.Find(key);
+      if (!v) return -1;
+      bool ok = v->IsNumber() && !v->text.empty() && v->text.size() <= 9 &&
+                std::all_of(v->text.begin(), v->text.end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!ok) Fail(std::string("needs \"") + key + "\" to be a non-negative integer", At(path, key));
+      return static_cast<int32_t>(std::stol(v->text));
+    };
+    const int32_t min_count = count("minProperties"), max_count = count("maxProperties");
+    const bool unbounded = extra && !(extra->IsBool() && !extra->boolean);
+    if (max_count >= 0 && static_cast<int32_t>(needed.size()) > max_count) {
+      Fail("got more required properties than maxProperties", At(path, "maxProperties"));
+    }
+    if (max_count == 0) kinds.clear();
+    // No parameter at all: nothing between the tags, not even whitespace (a model must
+    // not idle there), as XGrammar's XML styles.
+    if (kinds.empty()) {
+      if (min_count > 0) Fail("got minProperties above the properties the schema allows", At(path, "minProperties"));
+      return b_->Bytes("");
+    }
     if (any_order) {
       // Distinct required names: each needs an entry, in any order, repeats allowed.
-      std::set<std::string> needed(required.begin(), required.end());
-      if (kinds.empty()) return needed.empty() ? ws_ : Nothing(b_);
-      return b_->Seq({ws_, b_->Repeat(b_->Choice(kinds), static_cast<int32_t>(needed.size()), -1)});
+      int32_t lo = std::max(static_cast<int32_t>(needed.size()), min_count);
+      return b_->Seq({ws_, b_->Repeat(b_->Choice(kinds), lo, max_count)});
+    }
+    if (min_count > static_cast<int32_t>(needed.size())) {
+      Fail("cannot check minProperties above the number of required properties in declared order"
+           " (any_order can)", At(path, "minProperties"));
+    }
+    if (max_count > 0 && (unbounded || max_count < static_cast<int32_t>(declared.size()))) {
+      Fail("cannot check maxProperties below the number of possible properties in declared order"
+           " (any_order can)", At(path, "maxProperties"));
     }
     return b_->Seq(parts);
   }
@@ -224,6 +302,23 @@ class XmlWriter {
   // could overlap where the JSON ones do not.
   int32_t Value(const JsonValue& schema, const std::string& path, bool in_union = false) {
     if (schema.IsObject()) {
+      // A bare local $ref, or an allOf of one schema, is written as its target is (a
+      // string one raw), as XGrammar reads them; a recursive definition met again
+      // inside itself is JSON.
+      if (const JsonValue* ref = schema.Find("$ref"); ref && ref->IsString() && IsBare(schema, "$ref")) {
+        const JsonValue& target = Resolved(schema);
+        if (&target != &schema &&
+            std::find(expanding_.begin(), expanding_.end(), ref->text) == expanding_.end()) {
+          expanding_.push_back(ref->text);
+          int32_t value = Value(target, path + "/" + JsonPointerToken("$ref") + "<" + ref->text + ">", in_union);
+          expanding_.pop_back();
+          return value;
+        }
+      }
+      if (const JsonValue* all = schema.Find("allOf");
+          all && all->IsArray() && all->items.size() == 1 && IsBare(schema, "allOf")) {
+        return Value(all->items[0], At(path, "allOf") + "/0", in_union);
+      }
       if (const JsonValue* c = schema.Find("const")) return Literal(*c);
       if (const JsonValue* e = schema.Find("enum"); e && e->IsArray() && !e->items.empty()) {
         std::vector<int32_t> alts;
@@ -262,12 +357,14 @@ class XmlWriter {
   static bool OnlyAnnotations(const JsonValue& schema) {
     return std::all_of(schema.members.begin(), schema.members.end(), [](const auto& m) { return IsAnnotation(m.first); });
   }
-  // anyOf as the schema's only keyword besides annotations.
+  // `keyword` as the schema's only keyword besides annotations.
+  static bool IsBare(const JsonValue& schema, const char* keyword) {
+    return std::all_of(schema.members.begin(), schema.members.end(),
+                       [&](const auto& m) { return m.first == keyword || IsAnnotation(m.first); });
+  }
   static bool IsBareAnyOf(const JsonValue& schema) {
     const JsonValue* any = schema.Find("anyOf");
-    if (!any || !any->IsArray() || any->items.empty()) return false;
-    return std::all_of(schema.members.begin(), schema.members.end(),
-                       [](const auto& m) { return m.first == "anyOf" || IsAnnotation(m.first); });
+    return any && any->IsArray() && !any->items.empty() && IsBare(schema, "anyOf");
   }
   // Keywords that constrain a string in ways raw text is not checked for.
   static bool IsUncheckedStringKeyword(const std::string& key) {
@@ -364,6 +461,9 @@ class XmlWriter {
   const XmlStyle& style_;
   const std::function<int32_t(const JsonValue&, const std::string&)>& json_value_;
   const JsonValue* root_ = nullptr;
+  static constexpr int kMaxRootRefs = 8;  // a root $ref chain (a cycle fails here)
+  int root_refs_ = 0;
+  std::vector<std::string> expanding_;  // the $refs a Value is inside (recursive definitions)
   int32_t ws_ = -1;
   std::map<std::string, int32_t> formats_;  // format name -> its rule
 };
