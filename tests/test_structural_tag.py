@@ -19,6 +19,8 @@ import jsonschema
 import pytest
 
 import xgr2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from parsing import accepts as accepts_text
 from test_mask_oracle import check_along
 
@@ -472,3 +474,33 @@ def test_llama3_masks_along_a_tool_calling_document(llama3_tokenizer_info, llama
     state = compiled.initial_state().advance_text('<think></think><function=get_weather>{"city": "Paris", "days": ')
     allowed = [tok.decoded_vocab[t] for t in xgr2.bitmask_to_bool(state.bitmask(), tok.vocab_size).nonzero()[0]]
     assert allowed and all(re.fullmatch(rb"[1-7]", a) or a.isspace() for a in allowed), allowed[:20]
+
+
+def grammar_accepts(spec, text: str) -> bool:
+    state = xgr2.compile(xgr2.Grammar.from_structural_tag(spec), BYTES).initial_state()
+    return accepts_text(state, text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=st.text(alphabet="ab</thinké>", max_size=9), limit=st.integers(0, 6))
+def test_any_text_max_chars_bounds_the_text_before_the_first_end(text, limit):
+    """Oracle: the tag's content ends at the first `</think>` (Python's str.find), and
+    has at most `limit` characters (code points, so `é` is one)."""
+    spec = {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "max_chars": limit}, "end": "</think>"}
+    full = "<think>" + text + "</think>"
+    expected = len(text) <= limit and full.find("</think>", len("<think>")) == len("<think>") + len(text)
+    assert grammar_accepts(spec, full) == expected
+
+
+def test_any_text_max_chars_at_the_top_level_and_its_errors():
+    assert grammar_accepts({"type": "any_text", "max_chars": 3}, "a😀c")
+    assert not grammar_accepts({"type": "any_text", "max_chars": 3}, "abcd")
+    assert grammar_accepts({"type": "any_text", "max_chars": None}, "abcd")
+    with pytest.raises(xgr2.StructuralTagError, match="max_tokens"):
+        xgr2.Grammar.from_structural_tag({"type": "any_text", "max_tokens": 3})
+    for bad in [-1, 1.5, "x", 2**31]:
+        with pytest.raises(xgr2.StructuralTagError, match="max_chars"):
+            xgr2.Grammar.from_structural_tag({"type": "any_text", "max_chars": bad})
+    too_big = {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "max_chars": 5000}, "end": "</think>"}
+    with pytest.raises(xgr2.StructuralTagError, match="max_chars"):
+        xgr2.Grammar.from_structural_tag(too_big)

@@ -1,6 +1,7 @@
 #include "frontends/structural_tag.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 
@@ -8,10 +9,12 @@
 #include "frontends/json_schema.h"
 #include "frontends/schema_cache.h"
 #include "frontends/regex.h"
+#include "frontends/regex_dfa.h"
 #include "frontends/xml_parameters.h"
 #include "grammar/repetition.h"
 #include "grammar/tag_dispatch.h"
 #include "support/json.h"
+#include "support/utf8.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
@@ -56,8 +59,21 @@ class Converter {
     if (t == "grammar") return Ebnf(v, path);
     if (t == "regex") return Regex(v, path);
     if (t == "any_text") {
-      Fields(v, path, {"excludes"});
-      return Dispatch({}, {}, Excludes(v, path, ctx), true, path);
+      Fields(v, path, {"excludes", "max_chars", "max_tokens"});
+      if (const JsonValue* m = v.Find("max_tokens"); m && m->kind != JsonValue::Kind::kNull) {
+        Int(v, "max_tokens", path);  // a malformed one is reported as such first
+        Fail("\"max_tokens\" of any_text is not supported: a byte-level grammar does not see where tokens"
+             " end (\"max_chars\" bounds the text; \"any_tokens\" counts tokens)", At(path, "max_tokens"));
+      }
+      std::vector<std::string> excludes = Excludes(v, path, ctx);
+      if (const JsonValue* m = v.Find("max_chars"); m && m->kind != JsonValue::Kind::kNull) {
+        int64_t n = Int(v, "max_chars", path);
+        if (n < 0 || n > GrammarLimits::kMaxRepeat) {
+          Fail("\"max_chars\" must be null or a count >= 0", At(path, "max_chars"));
+        }
+        return BoundedText(excludes, n, At(path, "max_chars"));
+      }
+      return Dispatch({}, {}, std::move(excludes), true, path);
     }
     if (t == "sequence" || t == "or") {
       Fields(v, path, {"elements"});
@@ -230,6 +246,30 @@ class Converter {
       if (!s.empty() && std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
     }
     return out;
+  }
+
+  // Text of at most `max_chars` code points containing none of `excludes`: a counted
+  // repetition of any character, or with excluded strings an automaton that tracks
+  // both (about max_chars x their total length states, at most CharDfa::kMaxStates).
+  int32_t BoundedText(const std::vector<std::string>& excludes, int64_t max_chars, const std::string& path) {
+    if (excludes.empty()) return b_.Repeat(b_.Class({{0, 0x10FFFF}}), 0, static_cast<int32_t>(max_chars));
+    std::string pattern;
+    for (const std::string& e : excludes) {
+      if (!pattern.empty()) pattern += '|';
+      for (size_t i = 0; i < e.size();) {
+        int32_t cp = DecodeUtf8(e, &i);  // JSON text: valid UTF-8
+        char buf[16];
+        std::snprintf(buf, sizeof(buf), "\\u{%X}", static_cast<unsigned>(cp));
+        pattern += buf;
+      }
+    }
+    try {
+      CharDfa text = CharDfa::LengthBetween(0, max_chars).Minus(CharDfa::FromPattern(pattern, true));
+      return EmitDfa(&b_, text, [&](const std::vector<CodepointRange>& c) { return b_.Class(c); }, "bounded_text");
+    } catch (const std::runtime_error& e) {  // CharDfa's limits
+      Fail(std::string("text of at most max_chars characters without the excluded strings is too large an"
+                       " automaton: ") + e.what(), path);
+    }
   }
 
   // A TagDispatch expression; tag i dispatches to targets[i]. Reports a bad set of
