@@ -22,7 +22,7 @@ import xgr2
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "json_schema.md"
 
-NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, beside pattern / lengths the automaton less them; open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not, pattern (the complement of its language, as an automaton: docs/limits.md); refused for format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`) those are left out (narrower)")
+NEGATION_NOTE = ("`not` is written as a schema: types, const / enum (a trie of excluded strings, beside pattern / lengths the automaton less them; open intervals between excluded numbers), required, properties, bounds and counts, items / contains, anyOf, oneOf (none of the branches, or two that may overlap), nested not, pattern (the complement of its language, as an automaton: docs/limits.md); refused for format, additionalProperties schemas, prefixItems and uniqueItems inside it. Where `not` asks for a non-integral number (`not: {type: integer}`, also a `oneOf` of `integer` and `number`), those are generated in plain notation only (`1.5`, `-0.25`; not `15e-1`, since whether a number with an exponent is integral compares two unbounded digit counts: narrower)")
 
 # keyword, status, a schema that uses it, note
 KEYWORDS = [
@@ -54,8 +54,8 @@ KEYWORDS = [
     ("minContains", "exact", {"type": "array", "contains": {"type": "integer"}, "minContains": 2}, ""),
     ("maxContains", "exact", {"type": "array", "contains": {"type": "integer"}, "maxContains": 2},
      "each item a hit or a miss (`contains` or its negation, as for `not`: refused where that cannot be written, "
-     "and a miss that would be a non-integral number where `contains` asks for an integer is left out), the hits "
-     "counted; up to 1,000,000,000"),
+     "and a miss that is a non-integral number where `contains` asks for an integer is written in plain notation, "
+     "as for `not`), the hits counted; up to 1,000,000,000"),
     ("minItems", "exact", {"type": "array", "minItems": 500}, "repetition compression: any bound"),
     ("maxItems", "exact", {"type": "array", "maxItems": 10000}, ""),
     ("uniqueItems", "narrower", {"type": "array", "items": {"enum": ["a", "b"]}, "uniqueItems": True},

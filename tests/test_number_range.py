@@ -14,6 +14,7 @@ import time
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -271,3 +272,34 @@ def constraint_sets(draw):
 @given(args=constraint_sets(), seed=st.integers(0, 2**32))
 def test_random_constraints_match_oracle(args, seed):
     check_constraints(*args, rng=random.Random(seed))
+
+
+# `not: {type: integer}` leaves the non-integral numbers, generated in plain notation.
+NON_INTEGRAL_SCHEMAS = [
+    {"not": {"type": "integer"}},
+    {"type": "number", "not": {"type": "integer"}},
+    {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+    {"oneOf": [{"type": "integer"}, {"type": "string"}, {"type": "number", "minimum": -1.5, "exclusiveMaximum": 2}]},
+    {"type": "number", "multipleOf": 0.25, "not": {"type": "integer"}},
+    {"type": "array", "items": {"type": "number"}, "contains": {"type": "integer"}, "maxContains": 1},
+]
+
+
+@pytest.mark.parametrize("schema", NON_INTEGRAL_SCHEMAS)
+@settings(max_examples=120, deadline=None)
+@given(value=st.one_of(
+    st.decimals(min_value=-10, max_value=10, places=3, allow_nan=False, allow_infinity=False).map(str),
+    st.integers(-10, 10).map(str),
+    st.sampled_from(["1.0", "-0.0", "2.50", "15e-1", "1e2", "0.5E1", '"s"', "null"])))
+def test_non_integral_numbers_agree_with_jsonschema_in_plain_notation(schema, value):
+    """Oracle: jsonschema. Sound on every text; complete on plain notation (no exponent),
+    integers in integer syntax (`integer`'s documented narrowing: not 5.000)."""
+    text = f"[{value},{value}]" if schema.get("type") == "array" else value
+    grammar = xgr2.Grammar.from_json_schema(schema, any_whitespace=False)
+    state = xgr2.compile(grammar, TOK).initial_state().try_advance_bytes(text.encode())
+    accepted = state is not None and state.can_terminate
+    valid = jsonschema.Draft202012Validator(schema).is_valid(json.loads(text))
+    number = value.lstrip("-").replace(".", "", 1)
+    integral_with_point = "." in value and number.isdigit() and Decimal(value) == Decimal(value).to_integral_value()
+    if accepted or ("e" not in value.lower() and not integral_with_point):
+        assert accepted == valid, (schema, text)

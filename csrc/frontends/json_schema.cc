@@ -52,6 +52,10 @@ constexpr int64_t kMaxCopiedValues = 30000000;
 // the patterns that an allOf adds beside `pattern` (strings matching all of them).
 const char* const kNotPattern = "$xgr2:notPattern";
 const char* const kMorePatterns = "$xgr2:morePatterns";
+// true: a number with a fractional part (what `not: {type: integer}` leaves of numbers);
+// generated in plain notation only (1.5, not 15e-1: with an exponent, whether a number
+// is integral compares two unbounded counts, which no automaton does).
+const char* const kNonIntegral = "$xgr2:nonIntegral";
 
 // Keywords that only annotate (or that we may ignore exactly).
 const std::set<std::string> kAnnotations = {
@@ -67,7 +71,7 @@ const std::set<std::string> kValidating = {
     "items", "prefixItems", "additionalItems", "contains", "minContains", "maxContains", "minItems", "maxItems",
     "uniqueItems", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref",
-    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", kNotPattern, kMorePatterns};
+    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef", kNotPattern, kMorePatterns, kNonIntegral};
 
 const char* const kTypes[] = {"null", "boolean", "object", "array", "number", "integer", "string"};
 
@@ -1328,15 +1332,19 @@ class SchemaCompiler {
       if (within && ImpliedBy(*within, s, k, v)) continue;  // no value `within` allows fails it
       if (k == "type") {
         std::set<std::string> types = TypesOf(s);
-        // `not integer` would need the non-integral numbers (1.5, 15e-1), which no
-        // automaton can tell from integral ones (100e-2) in general: they are left out, a
-        // documented narrowing.
-        if (types.count("integer")) types.insert("number");
+        // `not integer` leaves the non-integral numbers (kNonIntegral: in plain
+        // notation only, a documented narrowing).
+        if (types.count("integer") && !types.count("number")) {
+          branches.push_back(of_type("number", {{kNonIntegral, BoolSchema(true)}}));
+          types.insert("number");
+        }
         std::set<std::string> other;
         for (const char* t : kTypes) {
           if (!types.count(t) && std::string(t) != "integer") other.insert(t);
         }
         if (!other.empty()) branches.push_back(Obj({{"type", TypeValue(other)}}));
+      } else if (k == kNonIntegral) {
+        branches.push_back(of_type("integer", {}));
       } else if (k == "const" || k == "enum") {
         if (k == "enum" && !v.IsArray()) return std::nullopt;
         branches.push_back(Obj({{"not", Obj({{"enum", k == "const" ? Arr({v}) : v}})}}));
@@ -1479,7 +1487,7 @@ class SchemaCompiler {
         "enum", "const", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "multipleOf", "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
         "uniqueItems", "propertyNames", "patternProperties", "not", "anyOf", "oneOf", "dependentRequired",
-        kNotPattern, kMorePatterns};
+        kNotPattern, kMorePatterns, kNonIntegral};
     if (!kSelfContained.count(k)) return false;
     if (k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum") {
       // Draft 4's boolean exclusive flags change what the sibling bound means.
@@ -2066,7 +2074,7 @@ class SchemaCompiler {
     static const std::set<std::string> for_strings = {"minLength", "maxLength", "pattern", "format", kNotPattern,
                                                        kMorePatterns};
     static const std::set<std::string> for_numbers = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                      "multipleOf"};
+                                                      "multipleOf", kNonIntegral};
     static const std::set<std::string> for_arrays = {"items", "prefixItems", "additionalItems", "contains",
                                                      "minContains", "maxContains", "minItems", "maxItems", "uniqueItems"};
     static const std::set<std::string> for_objects = {"properties", "required", "additionalProperties",
@@ -2087,6 +2095,11 @@ class SchemaCompiler {
       int c = CompareDecimal(ParseDecimal(std::to_string(n)), ParseDecimal(kv.text));
       return (is_min ? c >= 0 : c <= 0) ? 1 : 0;
     };
+    if (k == kNonIntegral) {
+      DecimalNumber d = ParseDecimal(v.text);
+      while (!d.digits.empty() && d.digits.back() == '0') d.digits.pop_back(), ++d.exponent;
+      return !d.digits.empty() && d.exponent < 0 ? 1 : 0;
+    }
     if (k == "minimum") return bound(1, false);
     if (k == "maximum") return bound(-1, false);
     if (k == "exclusiveMinimum") return bound(1, true);
@@ -2263,9 +2276,12 @@ class SchemaCompiler {
       DecimalNumber m = ParseDecimal(c.multiple_of);
       if (m.negative || m.digits.empty()) Fail("multipleOf must be positive", ptr + "/multipleOf");
     }
+    const JsonValue* non_integral = s.Find(kNonIntegral);
+    c.non_integral = non_integral && non_integral->IsBool() && non_integral->boolean;
+    if (c.non_integral && integer) return Nothing(&b_);  // (not under the cache key of integers)
     // Schemas repeat their ranges ("minimum": 0 on every count): one automaton each.
-    std::string key = std::string(integer ? "i" : "n") + (c.exclusive_minimum ? "(" : "[") + c.minimum + "," +
-                      c.maximum + (c.exclusive_maximum ? ")" : "]") + "*" + c.multiple_of;
+    std::string key = std::string(integer ? "i" : c.non_integral ? "f" : "n") + (c.exclusive_minimum ? "(" : "[") +
+                      c.minimum + "," + c.maximum + (c.exclusive_maximum ? ")" : "]") + "*" + c.multiple_of;
     if (auto it = numbers_.find(key); it != numbers_.end()) return it->second;
     try {
       int32_t e = integer ? AppendIntegerRange(&b_, c) : AppendNumberRange(&b_, c);

@@ -153,7 +153,8 @@ struct State {
   uint8_t side = 0;           // 0 positive, 1 negative
   uint8_t lex_lo = kEq;       // integer part: lexicographic vs the bound's digits so far;
   uint8_t lex_hi = kEq;       // fraction: the value so far vs the bound
-  uint8_t ok = 0;             // exponent stages: whether the mantissa satisfied the range
+  uint8_t ok = 0;             // exponent stages: whether the mantissa satisfied the range;
+                              // fraction (non_integral): whether a nonzero digit was read
   int32_t ilen = 0;           // integer digits read, capped
   int32_t fpos = 0;           // fraction digits read, capped
   uint32_t residue = 0;       // value * 10^min(fpos, d) mod M
@@ -170,6 +171,7 @@ struct Options {
   uint64_t modulus = 1;   // M
   int32_t scale = 0;      // d
   bool limit_fraction = false;  // fraction digits past d must be zeros (numbers with multipleOf)
+  bool non_integral = false;    // NumericConstraints::non_integral
 };
 
 // Builds the DFA of the number texts; transitions -1 = reject.
@@ -251,6 +253,7 @@ class NumberDfa {
   bool Accepts(const State& s) const {
     if (s.stage == kExpDigits) return s.ok;
     if (s.stage != kZero && s.stage != kInt && s.stage != kFrac) return false;
+    if (opt_.non_integral && !(s.stage == kFrac && s.ok)) return false;
     const Side& side = side_[s.side];
     Cmp lo = FinalCmp(s, s.lex_lo, side.lo);
     if (lo == kLt || (lo == kEq && !side.lo_incl)) return false;
@@ -339,6 +342,7 @@ class NumberDfa {
       return std::nullopt;  // a digit past multipleOf's precision
     }
     s.stage = kFrac, s.fpos = std::min(s.fpos + 1, cap_fpos_);
+    if (opt_.non_integral && c != 0) s.ok = 1;
     if (s.lex_lo == kLt || HiViolated(s, side)) return std::nullopt;
     // Once both comparisons are decided and multipleOf's digits are read, the position
     // no longer matters.
@@ -536,12 +540,16 @@ int32_t PlainNumber(IrBuilder* b, bool integer) {
 }
 
 int32_t AppendRange(IrBuilder* b, const NumericConstraints& c, bool integer) {
-  if (c.minimum.empty() && c.maximum.empty() && c.multiple_of.empty()) return PlainNumber(b, integer);
+  if (c.non_integral && integer) return -1;
+  if (c.minimum.empty() && c.maximum.empty() && c.multiple_of.empty() && !c.non_integral) {
+    return PlainNumber(b, integer);
+  }
   std::optional<Bound> lo = ParseBound(c.minimum, c.exclusive_minimum, "minimum", "exclusiveMinimum");
   std::optional<Bound> hi = ParseBound(c.maximum, c.exclusive_maximum, "maximum", "exclusiveMaximum");
   Options opt = ParseMultipleOf(c.multiple_of, integer);
   bool sign_only = (!lo || lo->value.mag.IsZero()) && (!hi || hi->value.mag.IsZero());
-  opt.exponent = !integer && c.multiple_of.empty() && sign_only;
+  opt.exponent = !integer && c.multiple_of.empty() && sign_only && !c.non_integral;
+  opt.non_integral = c.non_integral;
   Side pos, neg;
   SplitBySign(lo, hi, &pos, &neg);
   NumberDfa dfa(pos, neg, opt);

@@ -13,6 +13,10 @@ namespace xgr2 {
 struct NumericConstraints {
   std::string minimum, maximum, multiple_of;
   bool exclusive_minimum = false, exclusive_maximum = false;
+  // Only numbers with a fractional part (a nonzero digit after the point), written in
+  // plain notation: what `not: {type: integer}` leaves (with an exponent, whether a
+  // number is integral compares two unbounded counts, which no automaton does).
+  bool non_integral = false;
 };
 
 // Appends the JSON text of the integers (RFC 8259 syntax, no fraction or exponent)
