@@ -359,3 +359,35 @@ def test_kimi_k3_keys_are_escaped_as_xml_attributes():
     grammar = grammar_of("kimi_k3_xml", schema)
     assert accepts(grammar, kimi("we&quot;ird&amp;&lt;key&gt;", "string", "v"))
     assert not accepts(grammar, kimi('we"ird&<key>', "string", "v"))
+
+
+@pytest.mark.parametrize("style", ["qwen_xml", "kimi_k3_xml"])
+def test_pattern_properties_take_the_names_their_pattern_matches(style):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+              "patternProperties": {"^metric_[a-z]+$": {"type": "number"}, "^flag_[a-z]+$": {"type": "boolean"}},
+              "additionalProperties": False}
+    grammar = grammar_of(style, schema)
+
+    def param(name, value):
+        if style == "kimi_k3_xml":
+            return kimi(name, kimi_type(value), value if isinstance(value, str) else json.dumps(value))
+        return f"<parameter={name}>{value if isinstance(value, str) else json.dumps(value)}</parameter>"
+
+    assert accepts(grammar, param("name", "w") + param("metric_cpu", 1.5) + param("flag_on", True))
+    assert not accepts(grammar, param("name", "w") + param("metric_cpu", True))  # a metric is a number
+    assert not accepts(grammar, param("name", "w") + param("metric_CPU", 1))  # no pattern matches
+    assert not accepts(grammar, param("name", "w") + param("other", 1))  # additionalProperties false
+    opened = grammar_of(style, {**schema, "additionalProperties": {"type": "string"}})
+    assert accepts(opened, param("name", "w") + param("other", "x"))
+    assert not accepts(opened, param("name", "w") + param("metric_x", "x"))  # a pattern's name keeps its schema
+
+
+def test_pattern_properties_that_xml_cannot_check_are_refused():
+    both = {"type": "object", "patternProperties": {"^a": {"type": "integer"}, "b$": {"type": "string"}}}
+    with pytest.raises(xgr2.StructuralTagError, match="two patternProperties"):
+        grammar_of("qwen_xml", both)  # "ab" takes both schemas
+    declared = {"type": "object", "properties": {"ax": {"type": "string"}}, "patternProperties": {"^a": {"maxLength": 2}}}
+    with pytest.raises(xgr2.StructuralTagError, match="declared property"):
+        grammar_of("qwen_xml", declared)
+    with pytest.raises(xgr2.StructuralTagError, match="pattern"):
+        grammar_of("qwen_xml", {"type": "object", "patternProperties": {"(?<=a)b": {}}})

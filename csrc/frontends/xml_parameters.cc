@@ -105,7 +105,7 @@ class XmlWriter {
     static const char* kAllowed[] = {"type", "properties", "required", "additionalProperties", "title",
                                      "description", "$defs", "definitions", "$schema", "$id", "$comment",
                                      "examples", "default", "minProperties", "maxProperties",
-                                     "unevaluatedProperties"};
+                                     "unevaluatedProperties", "patternProperties"};
     for (const auto& [key, value] : schema.members) {
       if (std::none_of(std::begin(kAllowed), std::end(kAllowed), [&](const char* k) { return key == k; })) {
         Fail("supports object schemas with properties, required and additionalProperties; \"" + key +
@@ -153,10 +153,49 @@ class XmlWriter {
       }();
       extra = &kAnyValue;
     }
+    // patternProperties: the names each pattern matches (searched, as JSON Schema does)
+    // that a tag can hold, other than declared names, with that pattern's schema.
+    std::optional<CharDfa> matched;  // names some pattern matches
+    if (const JsonValue* patterns = schema.Find("patternProperties")) {
+      if (!patterns->IsObject()) Fail("\"patternProperties\" must be an object", At(path, "patternProperties"));
+      static const CharDfa tag_safe = CharDfa::FromPattern("^[^<>\"&\t\n\r ]+$", false);
+      std::vector<CharDfa> seen;
+      for (const auto& [pattern, sub] : patterns->members) {
+        const std::string where = At(At(path, "patternProperties"), pattern);
+        std::optional<CharDfa> names;
+        try {
+          names = CharDfa::FromPattern(pattern, true);
+        } catch (const std::runtime_error& e) {  // RegexError, DfaLimitError
+          Fail(std::string("got a pattern it cannot use: ") + e.what(), where);
+        }
+        for (const std::string& name : declared) {
+          if (names->Accepts(name) && !(sub.IsBool() && sub.boolean) && !(sub.IsObject() && OnlyAnnotations(sub))) {
+            Fail("cannot check a declared property (\"" + name + "\") that a patternProperties pattern also"
+                 " constrains", where);
+          }
+        }
+        matched = matched ? matched->Complement().Intersect(names->Complement()).Complement() : *names;
+        CharDfa usable = names->Intersect(tag_safe);
+        if (!declared.empty()) usable = usable.Minus(CharDfa::Words(declared));
+        for (const CharDfa& other : seen) {
+          if (!usable.Intersect(other).IsEmpty()) {
+            Fail("cannot check a name that two patternProperties patterns match (it takes both schemas)", where);
+          }
+        }
+        if (usable.IsEmpty()) continue;
+        seen.push_back(usable);
+        int32_t name = EmitDfa(b_, usable, [&](const std::vector<CodepointRange>& c) { return b_->Class(c); },
+                               "xml_pattern_name");
+        kinds.push_back(b_->Seq({Parameter(name, sub, where), ws_}));
+        parts.push_back(b_->Star(kinds.back()));
+      }
+    }
     if (extra && !(extra->IsBool() && !extra->boolean)) {
-      // An identifier other than the declared names (theirs take their own schemas).
+      // An identifier other than the declared names (theirs take their own schemas) and
+      // the names patterns match (theirs too).
       CharDfa identifiers = CharDfa::FromPattern("^[a-zA-Z_][a-zA-Z0-9_]*$", false);
       CharDfa others = declared.empty() ? identifiers : identifiers.Minus(CharDfa::Words(declared));
+      if (matched) others = others.Minus(*matched);
       int32_t name = EmitDfa(b_, others, [&](const std::vector<CodepointRange>& c) { return b_->Class(c); },
                              "xml_name");
       JsonValue any;
@@ -177,7 +216,7 @@ class XmlWriter {
       return static_cast<int32_t>(std::stol(v->text));
     };
     const int32_t min_count = count("minProperties"), max_count = count("maxProperties");
-    const bool unbounded = extra && !(extra->IsBool() && !extra->boolean);
+    const bool unbounded = (extra && !(extra->IsBool() && !extra->boolean)) || matched.has_value();
     if (max_count >= 0 && static_cast<int32_t>(needed.size()) > max_count) {
       Fail("got more required properties than maxProperties", At(path, "maxProperties"));
     }
