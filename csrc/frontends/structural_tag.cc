@@ -7,6 +7,7 @@
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
+#include "frontends/minimax_m3_xml.h"
 #include "frontends/schema_cache.h"
 #include "frontends/regex.h"
 #include "frontends/regex_dfa.h"
@@ -365,8 +366,8 @@ class Converter {
     std::string style = qwen_parameters ? "qwen_xml" : "json";
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
-        Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"deepseek_xml\", \"glm_xml\" or "
-             "\"kimi_k3_xml\"",
+        Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"minimax_m3_xml\", \"deepseek_xml\", "
+             "\"glm_xml\" or \"kimi_k3_xml\"",
              At(path, "style"));
       }
       style = s->text;
@@ -381,6 +382,12 @@ class Converter {
     const JsonValue& schema = Field(v, "json_schema", path);
     std::string schema_path = At(path, "json_schema");
     if (style == "json") return Schema(schema, schema_path, max_whitespace, any_order);
+    if (style == "minimax_m3_xml") {  // scalars as bare JSON text: no whitespace inside an element
+      return MinimaxM3Parameters(&b_, schema, max_whitespace, any_order, schema_path,
+                                 [&](const JsonValue& sub, const std::string& sub_path) {
+                                   return Schema(sub, sub_path, 0, false);
+                                 });
+    }
     return XmlParameters(&b_, schema, style, max_whitespace, any_order, schema_path,
                          [&](const JsonValue& sub, const std::string& sub_path) {
                            return Schema(sub, sub_path, max_whitespace, any_order);

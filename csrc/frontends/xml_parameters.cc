@@ -509,7 +509,7 @@ class XmlWriter {
 
 }  // namespace
 
-bool IsXmlStyle(const std::string& style) { return FindStyle(style) != nullptr; }
+bool IsXmlStyle(const std::string& style) { return FindStyle(style) != nullptr || style == "minimax_m3_xml"; }
 
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
                       bool any_order, const std::string& path,
