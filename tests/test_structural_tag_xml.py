@@ -28,6 +28,7 @@ STYLES = {
     "qwen_xml": ("<parameter=", ">", "", "</parameter>"),
     "minimax_xml": ('<parameter name="', '">', "", "</parameter>"),
     "deepseek_xml": ('<｜DSML｜parameter name="', '" string="{flag}">', "", "</｜DSML｜parameter>"),
+    "deepseek_v4_1_xml": ('<｜DSML｜ parameter name="', '" string="{flag}">', "", "</｜DSML｜ parameter>"),
     "glm_xml": ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"),
     "kimi_k3_xml": ('<|open|>argument key="', '" type="{type}"<|sep|>', "", "<|close|>argument<|sep|>"),
 }
@@ -67,8 +68,9 @@ def render(style: str, schema: dict, instance: dict, gap: str = "\n") -> str:
         if name not in instance:
             continue
         value = instance[name]
-        text = value if is_raw(sub) and isinstance(value, str) else json.dumps(value)
-        out.append(key_open + name + key_close.format(flag="true" if isinstance(value, str) else "false",
+        raw = is_raw(sub) and isinstance(value, str)
+        text = value if raw else json.dumps(value)
+        out.append(key_open + name + key_close.format(flag="true" if raw else "false",
                                                       type=kimi_type(value)) +
                    value_open + text + close + gap)
     return "".join(out)
@@ -391,3 +393,22 @@ def test_pattern_properties_that_xml_cannot_check_are_refused():
         grammar_of("qwen_xml", declared)
     with pytest.raises(xgr2.StructuralTagError, match="pattern"):
         grammar_of("qwen_xml", {"type": "object", "patternProperties": {"(?<=a)b": {}}})
+
+
+def test_deepseek_v4_1_flags_say_how_each_value_is_written():
+    """string="true" before raw text, "false" before JSON; a union's branches each theirs."""
+    def out(flag, value):
+        return f'<｜DSML｜ parameter name="value" string="{flag}">{value}</｜DSML｜ parameter>'
+
+    cases = [({"type": "string"}, "hi", "true"), ({"const": "fixed"}, "fixed", "true"), ({"enum": [1, 2]}, "2", "false"),
+             ({"type": "array", "items": {"type": "integer"}}, "[1, 2]", "false"),
+             ({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}, '{"x": "hi"}', "false"),
+             ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, "7", "false"),
+             ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, "seven", "true")]
+    for schema, value, flag in cases:
+        grammar = grammar_of("deepseek_v4_1_xml", {"type": "object", "properties": {"value": schema},
+                                                   "required": ["value"], "additionalProperties": False})
+        assert accepts(grammar, out(flag, value)), (schema, value)
+        if value != "7":  # 7 is also raw text of the string branch
+            assert not accepts(grammar, out("false" if flag == "true" else "true", value)), (schema, value)
+        assert not accepts(grammar, out(flag, value).replace("｜DSML｜ parameter", "｜DSML｜parameter"))

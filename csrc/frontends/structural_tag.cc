@@ -367,7 +367,7 @@ class Converter {
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
         Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"minimax_m3_xml\", \"deepseek_xml\", "
-             "\"glm_xml\" or \"kimi_k3_xml\"",
+             "\"deepseek_v4_1_xml\", \"glm_xml\" or \"kimi_k3_xml\"",
              At(path, "style"));
       }
       style = s->text;

@@ -28,12 +28,17 @@ constexpr XmlStyle kStyles[] = {
     {"minimax_xml", "<parameter name=\"", "\">", "", "</parameter>"},
     {"deepseek_xml", "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"", "", "",
      "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>"},
+    // deepseek_v4_1_xml: DeepSeek V4.1's spaced tag name; its flag says how the value is
+    // written (true: raw text, false: JSON), so it is pinned per value (Leaf).
+    {"deepseek_v4_1_xml", "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" " parameter name=\"", "", "",
+     "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" " parameter>"},
     {"glm_xml", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"},
     // kimi_k3_xml: `" type="` then the value's type name then `"<|sep|>` (TypedValue).
     {"kimi_k3_xml", "<|open|>argument key=\"", "", "", "<|close|>argument<|sep|>"},
 };
 
 bool IsKimiK3(const XmlStyle& s) { return std::string(s.name) == "kimi_k3_xml"; }
+bool IsDeepSeekV41(const XmlStyle& s) { return std::string(s.name) == "deepseek_v4_1_xml"; }
 
 // The type name Kimi-K3 writes for a JSON value (its parser reads "string" as raw text
 // and any other name as JSON): integers and other numbers are both "number".
@@ -253,6 +258,11 @@ class XmlWriter {
       return b_->Seq({b_->Bytes(style_.key_prefix), name, TypedValue(schema, path), b_->Bytes(style_.value_suffix)});
     }
     std::vector<int32_t> parts = {b_->Bytes(style_.key_prefix), name};
+    if (IsDeepSeekV41(style_)) {  // the flag comes with the value (Leaf)
+      parts.push_back(Value(schema, path));
+      parts.push_back(b_->Bytes(style_.value_suffix));
+      return b_->Seq(parts);
+    }
     if (std::string(style_.name) == "deepseek_xml") {  // either flag, whatever the value's type
       parts.push_back(b_->Seq({b_->Bytes("\" string=\""), b_->Choice({b_->Bytes("true"), b_->Bytes("false")}),
                                b_->Bytes("\">")}));
@@ -358,10 +368,10 @@ class XmlWriter {
           all && all->IsArray() && all->items.size() == 1 && IsBare(schema, "allOf")) {
         return Value(all->items[0], At(path, "allOf") + "/0", in_union);
       }
-      if (const JsonValue* c = schema.Find("const")) return Literal(*c);
+      if (const JsonValue* c = schema.Find("const")) return Leaf(c->IsString(), Literal(*c));
       if (const JsonValue* e = schema.Find("enum"); e && e->IsArray() && !e->items.empty()) {
         std::vector<int32_t> alts;
-        for (const JsonValue& v : e->items) alts.push_back(Literal(v));
+        for (const JsonValue& v : e->items) alts.push_back(Leaf(v.IsString(), Literal(v)));
         return b_->Choice(alts);
       }
       if (IsBareAnyOf(schema)) {
@@ -375,18 +385,30 @@ class XmlWriter {
       const JsonValue* type = schema.Find("type");
       if (type && type->IsString() && type->text == "string") {
         // A property's own string: raw, or an error naming what raw text cannot check.
-        return !in_union || RawCheckable(schema) ? RawString(schema, path) : Json(schema, path);
+        return !in_union || RawCheckable(schema) ? Leaf(true, RawString(schema, path)) : Leaf(false, Json(schema, path));
       }
       if (type && type->IsArray() && !type->items.empty() && RawCheckable(schema)) {
         std::vector<int32_t> alts;
         for (const JsonValue& t : type->items) alts.push_back(Value(WithType(schema, t), path, true));
         return b_->Choice(alts);
       }
-      if (OnlyAnnotations(schema)) return AnyText();
+      if (OnlyAnnotations(schema)) return FreeValue(schema, path);
     }
     if (schema.IsBool() && !schema.boolean) Fail("cannot write a property whose schema is false", path);
-    if (schema.IsBool()) return AnyText();
-    return Json(schema, path);
+    if (schema.IsBool()) return FreeValue(schema, path);
+    return Leaf(false, Json(schema, path));
+  }
+
+  // A value written as `value` (raw text or JSON): deepseek_v4_1_xml's flag before it.
+  int32_t Leaf(bool raw, int32_t value) {
+    if (!IsDeepSeekV41(style_)) return value;
+    return b_->Seq({b_->Bytes(raw ? "\" string=\"true\">" : "\" string=\"false\">"), value});
+  }
+
+  // An unconstrained value: raw text (deepseek_v4_1_xml: or, flagged so, any JSON).
+  int32_t FreeValue(const JsonValue& schema, const std::string& path) {
+    if (!IsDeepSeekV41(style_)) return AnyText();
+    return b_->Choice({Leaf(true, AnyText()), Leaf(false, Json(schema, path))});
   }
 
   static bool IsAnnotation(const std::string& key) {
