@@ -359,3 +359,10 @@ def test_llama3_masks_with_tags_split_across_tokens(llama3_tokenizer_info, llama
     # A completed tag is never free text: "<function=get_time>" then free text is rejected.
     state = c.initial_state().advance_text("<function=get_time>")
     assert state.try_advance_bytes(b"hello") is None
+
+
+def test_stops_is_read_as_stop_str():
+    """Newer XGrammar prints TagDispatch's stop strings as `stops=(...)`."""
+    a = xgr2.Grammar.from_ebnf('root ::= TagDispatch(("<a>", r), stop_eos=false, stops=("END",))\nr ::= "x"')
+    b = xgr2.Grammar.from_ebnf('root ::= TagDispatch(("<a>", r), stop_eos=false, stop_str=("END",))\nr ::= "x"')
+    assert str(a) == str(b)

@@ -25,7 +25,7 @@ from test_json_schema import bfcl_to_standard, dump, hypothesis_jsonschema, is_v
 from xgr2 import tool_calling
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
-XML = {"qwen3_coder", "glm45", "minimax_m2", "deepseek_v32"}  # string parameters as raw text
+XML = {"qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"}  # string parameters as raw text
 SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "deepseek_v32", "kimi_k2", "minimax_m2"}  # one block ends the output
 
 
@@ -86,6 +86,10 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         ps = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{xml_value(v, props.get(k))}</arg_value>\n"
                      for k, v in declared_first(args, props))
         return f"<tool_call>{name}\n{ps}</tool_call>"
+    if family == "glm47":  # GLM-4.7's chat template: no newlines
+        ps = "".join(f"<arg_key>{k}</arg_key><arg_value>{xml_value(v, props.get(k))}</arg_value>"
+                     for k, v in declared_first(args, props))
+        return f"<tool_call>{name}{ps}</tool_call>"
     if family == "minimax_m2":  # MiniMax-M2's chat_template.jinja: one parameter per line
         ps = "".join(f'<parameter name="{k}">{xml_value(v, props.get(k))}</parameter>\n'
                      for k, v in declared_first(args, props))
@@ -280,6 +284,8 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
      "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"),
     ("glm45", "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>",
      "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>PST</arg_value>\n</tool_call>"),
+    ("glm47", "<tool_call>get_time<arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>",
+     "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>"),  # no newlines
     ("minimax_m2", '\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New York</parameter>\n'
      '<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
      '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New York</parameter>\n'
@@ -430,3 +436,80 @@ def test_a_repeated_request_reuses_its_grammar_and_a_changed_one_does_not():
     call = '<function=get_forecast>{"city": "Paris"}</function>'
     assert xgr2.compile(other, BYTES).initial_state().try_advance_bytes(call.encode()) is not None
     assert xgr2.compile(first, BYTES).initial_state().try_advance_bytes(call.encode()) is None
+
+
+# ------------------------------------------------------------------ chat-template layouts
+WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f != "harmony"])
+def test_reasoning_whose_opening_tag_the_prompt_wrote(family):
+    """Templates that end the prompt with "<think>" leave the model "...</think>"; GLM-4.5
+    writes "\\n<think>". All three layouts are one reasoning block."""
+    call = [("get_weather", {"city": "Oslo"}, WEATHER_TOOLS[0]["function"]["parameters"])]
+    full = render(family, "", call, "Let me check.")
+    assert full.startswith("<think>\n")
+    for text in [full, full.removeprefix("<think>"), "\n" + full]:
+        assert grammar_accepts(family, WEATHER_TOOLS, text, reasoning=True), text
+        calls = tool_calling.parse_calls(family, text, WEATHER_TOOLS, reasoning=True)
+        assert [(c.name, c.arguments, c.error) for c in calls] == [("get_weather", {"city": "Oslo"}, None)]
+    assert not grammar_accepts(family, WEATHER_TOOLS, full.replace("</think>", ""), reasoning=True)
+
+
+UNION_TOOLS = [{"type": "function", "function": {"name": "find", "parameters": {
+    "type": "object", "properties": {"q": {"type": ["string", "null"]},
+                                     "n": {"anyOf": [{"type": "integer"}, {"type": "string", "enum": ["all"]}]}},
+    "required": ["q", "n"]}}}]
+
+
+@pytest.mark.parametrize("family", ["qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"])
+def test_string_branches_of_a_union_are_raw_text(family):
+    """A `["string", "null"]` or `anyOf` parameter: its string values raw (as the chat
+    templates write any string), its other values JSON; DeepSeek V3.2's flag says which."""
+    schema = UNION_TOOLS[0]["function"]["parameters"]
+    for args, raw in [({"q": "Beijing", "n": 3}, {"q": True, "n": False}),
+                      ({"q": None, "n": "all"}, {"q": False, "n": True})]:
+        call = render_call(family, "find", args, schema, 0)
+        for name, value in args.items():  # render_call writes declared strings raw only
+            json_text, raw_text = json.dumps(value), value if isinstance(value, str) else json.dumps(value)
+            call = call.replace(f">{json_text}<", f">{raw_text}<").replace(f">\n{json_text}\n<", f">\n{raw_text}\n<")
+            if family == "deepseek_v32":
+                flag = "true" if raw[name] else "false"
+                call = call.replace(f'name="{name}" string="false"', f'name="{name}" string="{flag}"')
+        text = render(family, "", [], None) + _wrap_calls(family, call)
+        assert grammar_accepts(family, UNION_TOOLS, text), text
+        calls = tool_calling.parse_calls(family, text, UNION_TOOLS)
+        assert [(c.name, c.arguments) for c in calls] == [("find", args)]
+        quoted = text.replace(">Beijing<", '>"Beijing"<').replace(">\nBeijing\n<", '>\n"Beijing"\n<')
+        if quoted != text and family == "deepseek_v32":  # a JSON string under string="true" is raw text
+            assert not grammar_accepts(family, UNION_TOOLS, quoted.replace('string="true">"', 'string="false">"'))
+
+
+def _wrap_calls(family: str, call: str) -> str:
+    """One rendered call in its family's block (as `render` does)."""
+    if family == "minimax_m2":
+        return "\n<minimax:tool_call>\n" + call + "</minimax:tool_call>"
+    if family == "deepseek_v32":
+        return "\n\n<｜DSML｜function_calls>\n" + call + "\n</｜DSML｜function_calls>"
+    return call
+
+
+def test_harmony_recipient_in_the_header_preambles_and_analysis():
+    args = '{"city": "Oslo"}'
+    layouts = [f"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{args}<|call|>",
+               f"<|channel|>commentary to=functions.get_weather<|constrain|>json<|message|>{args}<|call|>",
+               f" to=functions.get_weather<|channel|>commentary json<|message|>{args}<|call|>",
+               f" to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{args}<|call|>"]
+    preamble = "<|channel|>commentary<|message|>Checking the weather.<|end|><|start|>assistant"
+    analysis = "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant"
+    for call in layouts:
+        for head, reasoning in [("", False), (preamble, False), ("", True), (analysis, True),
+                                (analysis + analysis + preamble, True)]:
+            text = head + call
+            assert grammar_accepts("harmony", WEATHER_TOOLS, text, reasoning=reasoning), text
+            calls = tool_calling.parse_calls("harmony", text, WEATHER_TOOLS, reasoning=reasoning)
+            assert [(c.name, c.arguments) for c in calls] == [("get_weather", {"city": "Oslo"})], text
+        assert not grammar_accepts("harmony", WEATHER_TOOLS, analysis + call, reasoning=False)  # no reasoning asked
+        assert not grammar_accepts("harmony", WEATHER_TOOLS, call.replace("get_weather", "get_time"))
+        assert not grammar_accepts("harmony", WEATHER_TOOLS, call.replace(args, '{"city": 1}'))

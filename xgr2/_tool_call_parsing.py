@@ -167,15 +167,20 @@ def _section(begin: str, call_begin: str, call_end: str, space: bool = False) ->
     return reader
 
 
-_HARMONY_CALL = _rx(r"<\|channel\|>commentary to=functions\.(\S*) <\|constrain\|>json<\|message\|>")
+# The recipient in the channel or in the header before it; the content type optional.
+_HARMONY_CALL = _rx(r"(?:<\|channel\|>commentary to=functions\.([^\s<]*)|"
+                    r" ?to=functions\.([^\s<]*)<\|channel\|>commentary)"
+                    r"(?: ?<\|constrain\|>json| json)?<\|message\|>")
 
 
 def _harmony(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
-    # A turn is one message: a call, or the final answer (whose text may mention anything).
-    text = text.removeprefix("<|start|>assistant")
-    if _HARMONY_CALL.match(text) is None:
+    # A turn ends with its last message: a call, or the final answer (whose text may
+    # mention anything); preambles and analysis come before it.
+    last = text.rpartition("<|start|>assistant")[2] if "<|end|><|start|>assistant" in text else \
+        text.removeprefix("<|start|>assistant")
+    if _HARMONY_CALL.match(last) is None:
         return []
-    return _scan(text, _HARMONY_CALL, "<|call|>", _named)[:1]
+    return _scan(last, _HARMONY_CALL, "<|call|>", lambda m, value: ToolCall(m[1] or m[2], value))[:1]
 
 
 # ---------------------------------------------------------------------------------------
@@ -246,6 +251,8 @@ _READERS: dict[str, _Reader] = {
                         "<|tool_call_end|>"),
     "glm45": _xml(_rx(r"<tool_call>([^\n]*)\n"),
                   _rx(r"<arg_key>(?P<key>.*?)</arg_key>\n<arg_value>(?P<value>.*?)</arg_value>\n"), "</tool_call>"),
+    "glm47": _xml(_rx(r"<tool_call>([^\n<]*)"),
+                  _rx(r"<arg_key>(?P<key>.*?)</arg_key><arg_value>(?P<value>.*?)</arg_value>"), "</tool_call>"),
     "minimax_m2": _xml(_rx(r'<invoke name="([^"\n]*)">\n'),
                        _rx(r'<parameter name="(?P<key>[^"\n]*)">(?P<value>.*?)</parameter>\n'), "</invoke>\n",
                        section="<minimax:tool_call>"),
@@ -257,14 +264,13 @@ def _answer(family: str, text: str, reasoning: bool) -> str:
     """The text after the reasoning block that the presets put first with ``reasoning``."""
     if not reasoning:
         return text
-    if family == "harmony":
-        head, found, rest = text.partition("<|end|>")
-        return rest if found else ""
-    stripped = text.lstrip()
-    if not stripped.startswith("<think>"):
+    if family == "harmony":  # analysis messages are skipped where the calls are read
         return text
+    stripped = text.lstrip()
     head, found, rest = stripped.partition("</think>")
-    return rest.lstrip(" \t\r\n") if found else ""
+    if not found:  # cut off inside the reasoning, or none written
+        return "" if stripped.startswith("<think>") else text
+    return rest.lstrip(" \t\r\n")
 
 
 def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (), *,
@@ -280,7 +286,7 @@ def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (),
     Args:
         family: one of :data:`xgr2.tool_calling.FAMILIES`.
         text: the generated text (stop token excluded).
-        tools: the offered tools; the XML-style families (``qwen3_coder``, ``glm45``,
+        tools: the offered tools; the XML-style families (``qwen3_coder``, ``glm45``, ``glm47``,
             ``minimax_m2``) read a parameter declared ``string`` as raw text and any other
             as JSON (without tools: JSON where it parses, else raw text); ``deepseek_v32``
             follows each parameter's ``string`` attribute instead.

@@ -65,6 +65,7 @@ __all__ = [
     "deepseek_v31",
     "deepseek_v32",
     "glm45",
+    "glm47",
     "harmony",
     "hermes",
     "kimi_k2",
@@ -207,8 +208,12 @@ def _json_name(name: str) -> str:
 
 
 # `<think>` reasoning, then any whitespace before the answer (Qwen3 and DeepSeek-R1 write
-# "<think>\n...\n</think>\n\n").
-_THINK = _seq(_tag("<think>", _text(), "</think>"), _regex(r"[ \t\r\n]*"))
+# "<think>\n...\n</think>\n\n"). The opening tag may be left out: many chat templates end
+# the prompt with it (DeepSeek-R1 and V3.1/V3.2 thinking, Qwen3 Thinking-2507 and Next,
+# MiniMax-M2, GLM-4.7, Kimi K2.5), so the model writes only "...</think>"; GLM-4.5 writes
+# a newline before it.
+_THINK = _seq(_regex("\n?"), {"type": "optional", "content": _const("<think>")}, _tag("", _text(), "</think>"),
+              _regex(r"[ \t\r\n]*"))
 
 
 def _is_string(schema: Mapping[str, Any]) -> bool:
@@ -225,15 +230,45 @@ def _is_raw(schema: Any) -> bool:
     return isinstance(schema, Mapping) and _is_string(schema)
 
 
-def _xml_value(schema: Any, root: Any) -> _Format:
-    """A parameter value in the XML styles: a string's raw text, other types as JSON."""
-    if _is_raw(schema):
-        if isinstance(schema.get("const"), str):
-            return _const(schema["const"])
-        enum = schema.get("enum")
-        if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
-            return _or([_const(e) for e in enum])
-        return _text()
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment"})
+
+
+def _forms(schema: Any) -> tuple[list[Mapping[str, Any]], Any]:
+    """How the XML styles write a parameter of this schema: the string schemas of its
+    raw-text forms, and the schema of its JSON form (None when every value is raw text).
+    A type list with ``string`` (``["string", "null"]``) and a bare ``anyOf`` with string
+    branches (pydantic's ``Optional[str]``) have both, as the chat templates write a
+    string value raw whatever else the parameter may be."""
+    if not isinstance(schema, Mapping):
+        return [], schema
+    if _is_string(schema):
+        return [schema], None
+    types = schema.get("type")
+    if isinstance(types, list) and "string" in types:
+        others = [t for t in types if t != "string"]
+        json_part = {**schema, "type": others[0] if len(others) == 1 else others} if others else None
+        return [{**schema, "type": "string"}], json_part
+    branches = schema.get("anyOf")
+    if isinstance(branches, list) and branches and set(schema) <= {"anyOf"} | _ANNOTATIONS:
+        raw = [b for b in branches if isinstance(b, Mapping) and _is_string(b)]
+        rest = [b for b in branches if not (isinstance(b, Mapping) and _is_string(b))]
+        if raw:
+            return raw, ({"anyOf": rest} if rest else None)
+    return [], schema
+
+
+def _raw_value(schema: Mapping[str, Any]) -> _Format:
+    """A string parameter's raw text (its const / enum enforced)."""
+    if isinstance(schema.get("const"), str):
+        return _const(schema["const"])
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(e, str) for e in enum):
+        return _or([_const(e) for e in enum])
+    return _text()
+
+
+def _json_value(schema: Any, root: Any) -> _Format:
+    """A parameter value written as JSON."""
     if isinstance(schema, Mapping) and isinstance(root, Mapping):  # keep $ref targets reachable
         defs = {k: root[k] for k in ("$defs", "definitions") if k in root and k not in schema}
         schema = {**schema, **defs}
@@ -249,7 +284,12 @@ def _xml_params(tool: _Tool, begin: Callable[[str, bool], str], end: str, after:
     required = set(params.get("required", []))
     elements: list[_Format] = []
     for name, sub in props.items():
-        one = _tag(begin(name, _is_raw(sub)), _xml_value(sub, params), end)
+        raws, json_part = _forms(sub)
+        free = any(_raw_value(r) == _text() for r in raws)  # plain text covers every raw form
+        alts = [_tag(begin(name, True), _text() if free else _raw_value(r), end) for r in (raws[:1] if free else raws)]
+        if json_part is not None:
+            alts.append(_tag(begin(name, False), _json_value(json_part, params), end))
+        one = alts[0] if len(alts) == 1 else _or(alts)
         if after:
             one = _seq(one, _const(after))
         elements.append(one if name in required else {"type": "optional", "content": one})
@@ -313,6 +353,13 @@ _QWEN3_CODER = _Family(
 _GLM45 = _Family(
     call=lambda t: _tag(f"<tool_call>{t.name}\n",
                         _xml_params(t, lambda p, raw: f"<arg_key>{p}</arg_key>\n<arg_value>", "</arg_value>\n"),
+                        "</tool_call>"),
+    trigger="<tool_call>")
+
+# GLM-4.7 / GLM-5's template: no newlines (strings raw, other values JSON).
+_GLM47 = _Family(
+    call=lambda t: _tag(f"<tool_call>{t.name}",
+                        _xml_params(t, lambda p, raw: f"<arg_key>{p}</arg_key><arg_value>", "</arg_value>"),
                         "</tool_call>"),
     trigger="<tool_call>")
 
@@ -390,13 +437,24 @@ def _harmony_spec(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, p
     del parallel_tool_calls  # a Harmony turn ends at its first <|call|>
     mode, chosen = _choose(_parse_tools(tools), tool_choice)
     final = _tag("<|channel|>final<|message|>", _text(), "<|return|>")
-    calls = [_tag(f"<|channel|>commentary to=functions.{t.name} <|constrain|>json<|message|>",
-                  _schema(t.parameters), "<|call|>") for t in chosen]
+    # The recipient goes in the channel (OpenAI's docs) or in the header, before the
+    # channel (gpt-oss's chat template); the content type `<|constrain|>json` or `json`.
+    content_type = {"type": "optional", "content": _or([_const(" <|constrain|>json"), _const("<|constrain|>json"),
+                                                        _const(" json")])}
+    calls = []
+    for t in chosen:
+        arguments = _seq(content_type, _const("<|message|>"), _schema(t.parameters))
+        calls.append(_tag(f"<|channel|>commentary to=functions.{t.name}", arguments, "<|call|>"))
+        calls.append(_tag(f" to=functions.{t.name}<|channel|>commentary", arguments, "<|call|>"))
     answer = {"none": final, "required": _or(calls) if calls else final, "auto": _or(calls + [final])}[mode]
+    # Messages before it, each ending the message and starting the next: commentary
+    # preambles (a call's announcement) and, with reasoning, analysis (none, one or more).
+    earlier = [_tag("<|channel|>commentary<|message|>", _text(), "<|end|>")]
     if reasoning:
-        analysis = _tag("<|channel|>analysis<|message|>", _text(), "<|end|>")
-        answer = _seq(analysis, _const("<|start|>assistant"), answer)
-    return {"type": "structural_tag", "format": answer}
+        earlier.append(_tag("<|channel|>analysis<|message|>", _text(), "<|end|>"))
+    prefix = {"type": "star", "content": _seq(_or(earlier) if len(earlier) > 1 else earlier[0],
+                                              _const("<|start|>assistant"))}
+    return {"type": "structural_tag", "format": _seq(prefix, answer)}
 
 
 _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool], dict[str, Any]]] = {
@@ -410,6 +468,7 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "deepseek_v32": lambda *a: _family_spec(_DEEPSEEK_V32, *a),
     "kimi_k2": lambda *a: _family_spec(_KIMI_K2, *a),
     "glm45": lambda *a: _family_spec(_GLM45, *a),
+    "glm47": lambda *a: _family_spec(_GLM47, *a),
     "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
     "harmony": _harmony_spec,
 }
@@ -638,6 +697,17 @@ def glm45(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", 
     return _grammar("glm45", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
+def glm47(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+          parallel_tool_calls: bool = True, reasoning: bool = False,
+          tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """GLM-4.7 / GLM-5 calls in free text, each exactly ``<tool_call>NAME`` then per
+    parameter ``<arg_key>P</arg_key><arg_value>VALUE</arg_value>`` then ``</tool_call>``
+    (their chat template: no newlines). Parameters and VALUE as in :func:`qwen3_coder` (a
+    string's raw text may not contain ``</arg_value>``).
+    """
+    return _grammar("glm47", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
+
+
 def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
                parallel_tool_calls: bool = True, reasoning: bool = False,
                tokenizer_info: TokenizerInfo | None = None) -> Grammar:
@@ -687,7 +757,7 @@ def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto"
 
 
 for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, deepseek_v32,
-           kimi_k2, glm45, minimax_m2):
+           kimi_k2, glm45, glm47, minimax_m2):
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")

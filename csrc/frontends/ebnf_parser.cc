@@ -618,7 +618,7 @@ class EbnfParser {
         targets.push_back(RuleRefArg(a.items[1]));
       } else if (a.key == "stop_eos") {
         spec.stop_eos = flag(a);
-      } else if (a.key == "stop_str") {
+      } else if (a.key == "stop_str" || a.key == "stops") {  // `stops`: newer XGrammar's printed name
         spec.stop_strs = strings(a);
       } else if (a.key == "loop_after_dispatch") {
         spec.loop_after_dispatch = flag(a);
@@ -628,7 +628,7 @@ class EbnfParser {
         spec.at_least_one = flag(a);
       } else {
         Fail("unknown TagDispatch option `" + a.key +
-                 "` (expected stop_eos, stop_str, loop_after_dispatch, excludes or at_least_one)",
+                 "` (expected stop_eos, stop_str (or stops), loop_after_dispatch, excludes or at_least_one)",
              a.pos);
       }
     }
