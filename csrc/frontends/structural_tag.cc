@@ -7,6 +7,7 @@
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
+#include "frontends/gemma_args.h"
 #include "frontends/minimax_m3_xml.h"
 #include "frontends/schema_cache.h"
 #include "frontends/regex.h"
@@ -367,7 +368,7 @@ class Converter {
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
         Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"minimax_m3_xml\", \"deepseek_xml\", "
-             "\"deepseek_v4_1_xml\", \"glm_xml\" or \"kimi_k3_xml\"",
+             "\"deepseek_v4_1_xml\", \"glm_xml\", \"kimi_k3_xml\" or \"gemma\"",
              At(path, "style"));
       }
       style = s->text;
@@ -382,6 +383,11 @@ class Converter {
     const JsonValue& schema = Field(v, "json_schema", path);
     std::string schema_path = At(path, "json_schema");
     if (style == "json") return Schema(schema, schema_path, max_whitespace, any_order);
+    if (style == "gemma") {  // scalars as bare JSON text
+      return GemmaArguments(&b_, schema, schema_path, [&](const JsonValue& sub, const std::string& sub_path) {
+        return Schema(sub, sub_path, 0, false);
+      });
+    }
     if (style == "minimax_m3_xml") {  // scalars as bare JSON text: no whitespace inside an element
       return MinimaxM3Parameters(&b_, schema, max_whitespace, any_order, schema_path,
                                  [&](const JsonValue& sub, const std::string& sub_path) {

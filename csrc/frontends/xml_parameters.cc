@@ -531,7 +531,9 @@ class XmlWriter {
 
 }  // namespace
 
-bool IsXmlStyle(const std::string& style) { return FindStyle(style) != nullptr || style == "minimax_m3_xml"; }
+bool IsXmlStyle(const std::string& style) {
+  return FindStyle(style) != nullptr || style == "minimax_m3_xml" || style == "gemma";  // the last two: own writers
+}
 
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
                       bool any_order, const std::string& path,
