@@ -412,3 +412,14 @@ def test_deepseek_v4_1_flags_say_how_each_value_is_written():
         if value != "7":  # 7 is also raw text of the string branch
             assert not accepts(grammar, out("false" if flag == "true" else "true", value)), (schema, value)
         assert not accepts(grammar, out(flag, value).replace("｜DSML｜ parameter", "｜DSML｜parameter"))
+
+
+@pytest.mark.parametrize("style", [*STYLES, "minimax_m3_xml", "gemma"])
+def test_a_long_ref_chain_is_an_error_not_a_crash(style):
+    """Each $ref of a chain is a level of the writer's recursion: bounded (1000)."""
+    n = 5000
+    defs = {f"d{i}": {"$ref": f"#/$defs/d{i + 1}"} for i in range(n)}
+    defs[f"d{n}"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "required": ["x"], "$defs": defs}
+    with pytest.raises(xgr2.StructuralTagError, match="1000 deep"):
+        grammar_of(style, schema)

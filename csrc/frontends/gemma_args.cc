@@ -310,6 +310,13 @@ class GemmaWriter {
   }
 
   int32_t Value(const JsonValue& s, const std::string& path) {
+    // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
+    // its subschemas, so that no schema can exhaust the stack.
+    if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (s.IsBool()) {
       if (!s.boolean) Fail("cannot write a value whose schema is false", path);
       return AnyValue();
@@ -388,6 +395,8 @@ class GemmaWriter {
     return b_->Choice(alts);
   }
 
+  static constexpr int kMaxDepth = 1000;
+  int depth_ = 0;  // Value calls open now
   IrBuilder* b_;
   const JsonValue& root_;
   const std::function<int32_t(const JsonValue&, const std::string&)>& scalar_;

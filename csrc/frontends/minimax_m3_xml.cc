@@ -354,6 +354,13 @@ class M3Writer {
   }
 
   int32_t Value(const JsonValue& schema, const std::string& path) {
+    // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
+    // its subschemas, so that no schema can exhaust the stack.
+    if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (schema.IsBool()) {
       if (!schema.boolean) Fail("cannot write a value whose schema is false", path);
       return AnyValue();
@@ -449,6 +456,8 @@ class M3Writer {
     }
   }
 
+  static constexpr int kMaxDepth = 1000;
+  int depth_ = 0;  // Value calls open now
   IrBuilder* b_;
   const JsonValue& root_;
   bool any_order_;

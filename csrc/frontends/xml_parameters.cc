@@ -350,6 +350,13 @@ class XmlWriter {
   // JSON), and an unconstrained value is raw text. A oneOf stays JSON: raw branches
   // could overlap where the JSON ones do not.
   int32_t Value(const JsonValue& schema, const std::string& path, bool in_union = false) {
+    // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
+    // its subschemas, so that no schema can exhaust the stack.
+    if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
+    struct Leave {
+      int& depth;
+      ~Leave() { --depth; }
+    } leave{depth_};
     if (schema.IsObject()) {
       // A bare local $ref, or an allOf of one schema, is written as its target is (a
       // string one raw), as XGrammar reads them; a recursive definition met again
@@ -518,6 +525,8 @@ class XmlWriter {
     return AddTagDispatch(b_->ir(), std::move(spec), {});
   }
 
+  static constexpr int kMaxDepth = 1000;
+  int depth_ = 0;  // Value calls open now
   IrBuilder* b_;
   const XmlStyle& style_;
   const std::function<int32_t(const JsonValue&, const std::string&)>& json_value_;
