@@ -70,6 +70,19 @@ def declared_first(args: dict, props: dict) -> list:
     return sorted(args.items(), key=lambda kv: list(props).index(kv[0]) if kv[0] in props else len(props))
 
 
+def gemma_text(value) -> str:
+    """A value in Gemma 4's notation: bare keys in case-insensitive order, strings between
+    <|"|> delimiters, other scalars as JSON, no whitespace."""
+    if isinstance(value, dict):
+        keys = sorted(value, key=lambda k: (k.lower(), k))
+        return "{" + ",".join(f"{k}:{gemma_text(value[k])}" for k in keys) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(gemma_text(v) for v in value) + "]"
+    if isinstance(value, str):
+        return '<|"|>' + value + '<|"|>'
+    return json.dumps(value)
+
+
 def render_call(family: str, name: str, args, schema, index: int) -> str:
     a = args_json(args, schema)
     props = schema.get("properties", {})
@@ -86,6 +99,8 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         ps = "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{xml_value(v, props.get(k))}</arg_value>\n"
                      for k, v in declared_first(args, props))
         return f"<tool_call>{name}\n{ps}</tool_call>"
+    if family == "gemma4":  # Gemma 4's chat template: its own notation, keys dictsorted
+        return f"<|tool_call>call:{name}{gemma_text(args)}<tool_call|>"
     if family == "glm47":  # GLM-4.7's chat template: no newlines
         ps = "".join(f"<arg_key>{k}</arg_key><arg_value>{xml_value(v, props.get(k))}</arg_value>"
                      for k, v in declared_first(args, props))
@@ -201,6 +216,12 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
             xgr2.Grammar.from_json_schema(t["function"]["parameters"])
         except xgr2.SchemaError:
             assume(False)
+    if family == "gemma4":  # keys must be identifiers; some keywords the style refuses
+        try:
+            tool_calling.structural_tag(family, tools)
+            tool_calling.gemma4(tools)
+        except xgr2.StructuralTagError:
+            assume(False)
     reasoning = data.draw(st.booleans(), label="reasoning")
     thought = "Let me see.\nHmm" if reasoning else None
     text = data.draw(FREE_TEXT, label="text")
@@ -210,6 +231,8 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
     if family in XML:  # raw strings must be text the format can hold
         for _, a, s in calls:
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
+    if family == "gemma4":
+        assume(all("<" not in json.dumps(a) for _, a, _ in calls))
     return rng, tools, reasoning, thought, text, calls
 
 
@@ -261,6 +284,15 @@ def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
             elif got:
                 assert is_valid(schema, meaning), meaning
             continue
+        if family == "gemma4":  # keys are bare identifiers; string checks not enforced
+            if not isinstance(bad, dict) or "<" in json.dumps(bad) or not all(k.isidentifier() for k in bad):
+                continue
+            got = ok(render(family, pre, [(name, bad, schema)], thought))
+            if got:
+                assert is_valid(strict(tool_calling._without_string_checks(schema)), bad), (bad, got)
+            if not is_valid(strict(tool_calling._without_string_checks(schema)), bad):
+                assert not got, bad
+            continue
         got = ok(render(family, pre, [(name, bad, schema)], thought))
         assert got == is_valid(strict(schema), bad), (bad, got)
 
@@ -284,6 +316,10 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
      "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"),
     ("glm45", "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>",
      "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>PST</arg_value>\n</tool_call>"),
+    ("gemma4", '<|tool_call>call:get_weather{city:<|"|>New York<|"|>,days:3}<tool_call|>',
+     '<|tool_call>call:get_weather{days:3,city:<|"|>New York<|"|>}<tool_call|>'),  # keys in sorted order
+    ("gemma4", '<|tool_call>call:get_time{tz:<|"|>UTC<|"|>}<tool_call|>',
+     '<|tool_call>call:get_time{"tz": "UTC"}<tool_call|>'),  # not JSON
     ("glm47", "<tool_call>get_time<arg_key>tz</arg_key><arg_value>CET</arg_value></tool_call>",
      "<tool_call>get_time\n<arg_key>tz</arg_key>\n<arg_value>CET</arg_value>\n</tool_call>"),  # no newlines
     ("minimax_m2", '\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">New York</parameter>\n'
@@ -513,3 +549,13 @@ def test_harmony_recipient_in_the_header_preambles_and_analysis():
         assert not grammar_accepts("harmony", WEATHER_TOOLS, analysis + call, reasoning=False)  # no reasoning asked
         assert not grammar_accepts("harmony", WEATHER_TOOLS, call.replace("get_weather", "get_time"))
         assert not grammar_accepts("harmony", WEATHER_TOOLS, call.replace(args, '{"city": 1}'))
+
+
+def test_gemma4_calls_read_back():
+    q = '<|"|>'
+    text = (f"Sure.<|tool_call>call:plan{{steps:[{q}a{q},{q}b, c{q}],where:{{lat:1.5,ok:true}},n:null}}<tool_call|>"
+            f"<|tool_call>call:plan{{steps:[{q}cut")
+    calls = tool_calling.parse_calls("gemma4", text)
+    assert calls[0] == tool_calling.ToolCall("plan", {"steps": ["a", "b, c"], "where": {"lat": 1.5, "ok": True},
+                                                      "n": None})
+    assert calls[1].name == "plan" and calls[1].arguments is None and calls[1].error

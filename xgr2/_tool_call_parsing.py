@@ -228,6 +228,60 @@ def _xml(begin: re.Pattern[str], param: re.Pattern[str], end: str, section: str 
     return reader
 
 
+# Gemma 4: `<|tool_call>call:NAME{ARGS}<tool_call|>`, ARGS in its own notation.
+_GEMMA_CALL = _rx(r"<\|tool_call>call:([^{<]*)")
+_GEMMA_QUOTE = '<|"|>'
+_GEMMA_SCALAR = _rx(r"[^,}\]]*")
+
+
+def _gemma_value(text: str, pos: int) -> tuple[Any, int]:
+    """The value at ``text[pos:]`` in Gemma's notation and the position after it; raises
+    ValueError where the text is not one."""
+    if text.startswith(_GEMMA_QUOTE, pos):
+        end = text.find(_GEMMA_QUOTE, pos + len(_GEMMA_QUOTE))
+        if end < 0:
+            raise ValueError("an unterminated string")
+        return text[pos + len(_GEMMA_QUOTE):end], end + len(_GEMMA_QUOTE)
+    if text.startswith("{", pos) or text.startswith("[", pos):
+        close = "}" if text[pos] == "{" else "]"
+        out: Any = {} if close == "}" else []
+        pos += 1
+        while not text.startswith(close, pos):
+            if close == "}":
+                colon = text.find(":", pos)
+                if colon < 0:
+                    raise ValueError("a key without a value")
+                key = text[pos:colon]
+                out[key], pos = _gemma_value(text, colon + 1)
+            else:
+                value, pos = _gemma_value(text, pos)
+                out.append(value)
+            if text.startswith(",", pos):
+                pos += 1
+            elif not text.startswith(close, pos):
+                raise ValueError(f"expected ',' or {close!r}")
+        return out, pos + 1
+    m = _GEMMA_SCALAR.match(text, pos)
+    if m is None:  # the pattern matches the empty string: never
+        raise ValueError("no value")
+    return json.loads(m[0]), m.end()
+
+
+def _gemma4(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    out, pos = [], 0
+    while (m := _GEMMA_CALL.search(text, pos)) is not None:
+        try:
+            args, end = _gemma_value(text, m.end())
+            if not isinstance(args, dict) or not text.startswith("<tool_call|>", end):
+                raise ValueError("the call does not end with <tool_call|>")
+            out.append(ToolCall(m[1], args))
+            pos = end + len("<tool_call|>")
+        except (ValueError, IndexError) as e:
+            out.append(ToolCall(m[1], None, f"malformed call: {e}"))
+            pos = m.end()
+    return out
+
+
 _READERS: dict[str, _Reader] = {
     "llama3_json": _llama3_json,
     "llama3_function_tag": _llama3_function_tag,
@@ -257,6 +311,7 @@ _READERS: dict[str, _Reader] = {
                        _rx(r'<parameter name="(?P<key>[^"\n]*)">(?P<value>.*?)</parameter>\n'), "</invoke>\n",
                        section="<minimax:tool_call>"),
     "harmony": _harmony,
+    "gemma4": _gemma4,
 }
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "deepseek_v32",
     "glm45",
     "glm47",
+    "gemma4",
     "harmony",
     "hermes",
     "kimi_k2",
@@ -363,6 +364,40 @@ _GLM47 = _Family(
                         "</tool_call>"),
     trigger="<tool_call>")
 
+# Keywords a Gemma string cannot be checked for (its value runs to the `<|"|>`
+# delimiter): left out, as the XML families leave them unchecked.
+_UNCHECKED_STRING_KEYWORDS = ("pattern", "format", "minLength", "maxLength")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMAS = ("items", "additionalProperties", "not", "contains")
+
+
+def _without_string_checks(schema: Any) -> Any:
+    """``schema`` with the string keywords Gemma's style cannot check removed, in every
+    subschema (keys of ``properties`` are names, not keywords: kept)."""
+    if not isinstance(schema, Mapping):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _UNCHECKED_STRING_KEYWORDS:
+            continue
+        if key in _SUBSCHEMA_MAPS and isinstance(value, Mapping):
+            out[key] = {k: _without_string_checks(v) for k, v in value.items()}
+        elif key in _SUBSCHEMA_LISTS and isinstance(value, list):
+            out[key] = [_without_string_checks(v) for v in value]
+        elif key in _SUBSCHEMAS:
+            out[key] = _without_string_checks(value)
+        else:
+            out[key] = value
+    return out
+
+
+_GEMMA4 = _Family(
+    call=lambda t: _tag(f"<|tool_call>call:{t.name}",
+                        {"type": "json_schema", "json_schema": _without_string_checks(t.parameters), "style": "gemma"},
+                        "<tool_call|>"),
+    trigger="<|tool_call>")
+
 _MISTRAL = _Family(
     call=lambda t: _tag(f'{{"name": {_json_name(t.name)}, "arguments": ', _schema(t.parameters), "}"),
     trigger="[TOOL_CALLS]",
@@ -469,6 +504,7 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "kimi_k2": lambda *a: _family_spec(_KIMI_K2, *a),
     "glm45": lambda *a: _family_spec(_GLM45, *a),
     "glm47": lambda *a: _family_spec(_GLM47, *a),
+    "gemma4": lambda *a: _family_spec(_GEMMA4, *a),
     "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
     "harmony": _harmony_spec,
 }
@@ -708,6 +744,19 @@ def glm47(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", 
     return _grammar("glm47", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
+def gemma4(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+           parallel_tool_calls: bool = True, reasoning: bool = False,
+           tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """Gemma 4 calls in free text, each exactly ``<|tool_call>call:NAME{ARGS}<tool_call|>``,
+    ARGS as its chat template writes them (the structural tags' ``gemma`` style): bare keys
+    in case-insensitively sorted order, strings between ``<|"|>`` delimiters, other values
+    as JSON text, no whitespace. A string's ``pattern``, ``format`` and lengths are not
+    checked (its raw text may not contain ``<|"|>`` or a call marker); keys must be
+    identifiers.
+    """
+    return _grammar("gemma4", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
+
+
 def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
                parallel_tool_calls: bool = True, reasoning: bool = False,
                tokenizer_info: TokenizerInfo | None = None) -> Grammar:
@@ -757,7 +806,7 @@ def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto"
 
 
 for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deepseek_v3, deepseek_v31, deepseek_v32,
-           kimi_k2, glm45, glm47, minimax_m2):
+           kimi_k2, glm45, glm47, gemma4, minimax_m2):
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
