@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "frontends/schema_refs.h"
+#include "frontends/schema_value_writer.h"
 #include "grammar/tag_dispatch.h"
 #include "xgr2/errors.h"
 
@@ -17,27 +18,6 @@ constexpr const char* kQuote = "<|\"|>";  // Gemma's string delimiter (a special
 // A string value may not hold the delimiter, nor a call's markers (a parser without
 // string awareness would cut the call there).
 const std::vector<std::string> kNotInStrings = {kQuote, "<|tool_call>", "<tool_call|>"};
-
-std::string At(const std::string& path, const std::string& key) { return path + "/" + JsonPointerToken(key); }
-
-JsonValue StringValue(const std::string& text) {
-  JsonValue v;
-  v.kind = JsonValue::Kind::kString;
-  v.text = text;
-  return v;
-}
-
-bool IsAnnotation(const std::string& key) {
-  static const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$comment",
-                                                     "$schema", "$id", "$defs", "definitions", "deprecated",
-                                                     "readOnly", "writeOnly"};
-  return kAnnotations.count(key) > 0;
-}
-
-bool IsBare(const JsonValue& s, const char* keyword) {
-  return std::all_of(s.members.begin(), s.members.end(),
-                     [&](const auto& m) { return (keyword && m.first == keyword) || IsAnnotation(m.first); });
-}
 
 // The template's dictsort: case-insensitive, then as written.
 bool SortedBefore(const std::string& a, const std::string& b) {
@@ -55,11 +35,10 @@ bool IsIdentifier(const std::string& name) {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-class GemmaWriter {
+class GemmaWriter : public SchemaValueWriter {
  public:
-  GemmaWriter(IrBuilder* b, const JsonValue& root,
-              const std::function<int32_t(const JsonValue&, const std::string&)>& scalar)
-      : b_(b), root_(root), scalar_(scalar) {}
+  GemmaWriter(IrBuilder* b, const JsonValue& root, const ScalarGrammar& scalar)
+      : SchemaValueWriter(b, root, "gemma", scalar), scalar_(scalar) {}
 
   int32_t Root(const JsonValue& schema, const std::string& path) {
     if (schema.IsBool()) {
@@ -75,31 +54,11 @@ class GemmaWriter {
   }
 
  private:
-  [[noreturn]] void Fail(const std::string& msg, const std::string& path) {
-    throw StructuralTagError("the style \"gemma\" " + msg, path);
-  }
-
-  const JsonValue& Target(const JsonValue& ref, const std::string& path) {
-    if (ref.IsString() && ref.text == "#") return root_;
-    if (ref.IsString()) {
-      for (const char* defs : {"$defs", "definitions"}) {
-        std::string prefix = std::string("#/") + defs + "/";
-        if (ref.text.rfind(prefix, 0) != 0) continue;
-        const JsonValue* all = root_.Find(defs);
-        const JsonValue* target = all ? all->Find(ref.text.substr(prefix.size())) : nullptr;
-        if (target) return *target;
-      }
-    }
-    Fail("supports only local $refs to \"#\", \"#/$defs/NAME\" or \"#/definitions/NAME\"", At(path, "$ref"));
-  }
-
   // `{` the members `}`: declared ones in sorted order (required present, optional maybe),
   // commas between those present; then undeclared ones where allowed.
-  int32_t Object(const JsonValue& s, const std::string& path) {
+  int32_t Object(const JsonValue& s, const std::string& path) override {
     static const std::set<std::string> kKnown = {"type", "properties", "required", "additionalProperties"};
-    for (const auto& [key, value] : s.members) {
-      if (!kKnown.count(key) && !IsAnnotation(key)) Fail("cannot write \"" + key + "\" on an object", At(path, key));
-    }
+    CheckKnownKeywords(s, kKnown, "object", path);
     std::set<std::string> required;
     if (const JsonValue* r = s.Find("required"); r && r->IsArray()) {
       for (const JsonValue& name : r->items) required.insert(name.text);
@@ -113,22 +72,23 @@ class GemmaWriter {
     const JsonValue* props = s.Find("properties");
     if (props && props->IsObject()) {
       for (const auto& [name, sub] : props->members) {
-        std::string where = At(At(path, "properties"), name);
+        std::string where = PointerAt(PointerAt(path, "properties"), name);
         if (!IsIdentifier(name)) Fail("writes keys bare, so \"" + name + "\" must be an identifier", where);
         members.push_back({name, b_->Seq({b_->Bytes(name + ":"), Value(sub, where)}), required.count(name) > 0});
       }
     }
     for (const std::string& name : required) {
       if (!props || !props->Find(name)) {
-        Fail("needs the required property \"" + name + "\" declared in \"properties\"", At(path, "required"));
+        Fail("needs the required property \"" + name + "\" declared in \"properties\"", PointerAt(path, "required"));
       }
     }
-    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return SortedBefore(a.name, b.name); });
+    std::sort(members.begin(), members.end(),
+              [](const Member& a, const Member& b) { return SortedBefore(a.name, b.name); });
     const JsonValue* extra = s.Find("additionalProperties");
     const bool open = (extra && !(extra->IsBool() && !extra->boolean)) || (!extra && !props);
     int32_t extra_member = -1;
     if (open) {
-      int32_t value = !extra || extra->IsBool() ? AnyValue() : Value(*extra, At(path, "additionalProperties"));
+      int32_t value = !extra || extra->IsBool() ? AnyValue() : Value(*extra, PointerAt(path, "additionalProperties"));
       extra_member = b_->Seq({Name(), b_->Bytes(":"), value});
     }
     // Alternatives by the first member present: members before it are all optional.
@@ -156,35 +116,26 @@ class GemmaWriter {
 
   int32_t Name() {
     if (name_ < 0) {
-      name_ = b_->RuleRef("gemma_key", b_->Seq({b_->Class({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}),
-                                                b_->Star(b_->Class({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}))}));
+      int32_t first = b_->Class({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}});
+      int32_t rest = b_->Star(b_->Class({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}));
+      name_ = b_->RuleRef("gemma_key", b_->Seq({first, rest}));
     }
     return name_;
   }
 
-  int32_t Array(const JsonValue& s, const std::string& path) {
+  int32_t Array(const JsonValue& s, const std::string& path) override {
     static const std::set<std::string> kKnown = {"type", "items", "prefixItems", "minItems", "maxItems"};
-    for (const auto& [key, value] : s.members) {
-      if (!kKnown.count(key) && !IsAnnotation(key)) Fail("cannot write \"" + key + "\" on an array", At(path, key));
-    }
-    auto count = [&](const char* key) -> int64_t {
-      const JsonValue* v = s.Find(key);
-      if (!v) return -1;
-      bool ok = v->IsNumber() && !v->text.empty() && v->text.size() <= 9 &&
-                std::all_of(v->text.begin(), v->text.end(), [](char c) { return c >= '0' && c <= '9'; });
-      if (!ok) Fail(std::string("needs \"") + key + "\" to be a non-negative integer", At(path, key));
-      return std::stol(v->text);
-    };
+    CheckKnownKeywords(s, kKnown, "array", path);
     std::vector<int32_t> prefix;
     if (const JsonValue* p = s.Find("prefixItems"); p && p->IsArray()) {
       for (size_t i = 0; i < p->items.size(); ++i) {
-        prefix.push_back(Value(p->items[i], At(path, "prefixItems") + "/" + std::to_string(i)));
+        prefix.push_back(Value(p->items[i], PointerAt(path, "prefixItems") + "/" + std::to_string(i)));
       }
     }
     const JsonValue* items = s.Find("items");
     const bool no_more = items && items->IsBool() && !items->boolean;
-    const int32_t item = no_more ? -1 : items ? Value(*items, At(path, "items")) : AnyValue();
-    const int64_t lo = std::max<int64_t>(0, count("minItems")), hi = count("maxItems");
+    const int32_t item = no_more ? -1 : items ? Value(*items, PointerAt(path, "items")) : AnyValue();
+    const int64_t lo = std::max<int64_t>(0, Count(s, "minItems", path)), hi = Count(s, "maxItems", path);
     const int64_t k = static_cast<int64_t>(prefix.size());
     auto first_n = [&](int64_t n) {  // prefix[0..n) joined by commas
       std::vector<int32_t> parts;
@@ -215,15 +166,8 @@ class GemmaWriter {
     return b_->Seq({b_->Bytes("["), b_->Choice(alts), b_->Bytes("]")});
   }
 
-  int32_t String(const JsonValue& s, const std::string& path) {
-    for (const auto& [key, value] : s.members) {
-      bool known_format = key == "format" && value.IsString() &&
-                          std::set<std::string>{"date-time", "date", "time", "duration", "email", "hostname", "ipv4",
-                                                "ipv6", "uri", "uri-reference", "uuid"}.count(value.text);
-      if (key == "pattern" || known_format || key == "minLength" || key == "maxLength") {
-        Fail("cannot check \"" + key + "\" on a string", At(path, key));
-      }
-    }
+  int32_t String(const JsonValue& s, const std::string& path) override {
+    CheckUncheckedStringKeywords(s, path, "");
     return Quoted(Text());
   }
 
@@ -239,7 +183,7 @@ class GemmaWriter {
     return b_->Ref(text_);
   }
 
-  int32_t Literal(const JsonValue& v, const std::string& path) {
+  int32_t Literal(const JsonValue& v, const std::string& path) override {
     switch (v.kind) {
       case JsonValue::Kind::kString:
         for (const std::string& bad : kNotInStrings) {
@@ -249,10 +193,13 @@ class GemmaWriter {
       case JsonValue::Kind::kObject: {
         std::vector<std::pair<std::string, const JsonValue*>> sorted;
         for (const auto& [name, member] : v.members) sorted.emplace_back(name, &member);
-        std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return SortedBefore(a.first, b.first); });
+        std::sort(sorted.begin(), sorted.end(),
+                  [](const auto& a, const auto& b) { return SortedBefore(a.first, b.first); });
         std::vector<int32_t> parts = {b_->Bytes("{")};
         for (size_t i = 0; i < sorted.size(); ++i) {
-          if (!IsIdentifier(sorted[i].first)) Fail("writes keys bare, so \"" + sorted[i].first + "\" must be an identifier", path);
+          if (!IsIdentifier(sorted[i].first)) {
+            Fail("writes keys bare, so \"" + sorted[i].first + "\" must be an identifier", path);
+          }
           parts.push_back(b_->Bytes((i ? "," : "") + sorted[i].first + ":"));
           parts.push_back(Literal(*sorted[i].second, path));
         }
@@ -275,12 +222,11 @@ class GemmaWriter {
 
   // Any value: a string, a number, true, false, null, an object of identifier keys or an
   // array, of any values.
-  int32_t AnyValue() {
+  int32_t AnyValue() override {
     if (any_ < 0) {
       any_ = b_->NewRule("gemma_any");
-      JsonValue number;
-      number.kind = JsonValue::Kind::kObject;
-      number.members.emplace_back("type", StringValue("number"));
+      JsonValue number = JsonEmptyObject();
+      number.members.emplace_back("type", JsonStringValue("number"));
       int32_t value = b_->Ref(any_);
       int32_t list = b_->Optional(b_->Seq({value, b_->Star(b_->Seq({b_->Bytes(","), value}))}));
       b_->SetBody(any_, b_->Choice({Quoted(Text()), scalar_(number, "/"), b_->Bytes("true"), b_->Bytes("false"),
@@ -295,114 +241,9 @@ class GemmaWriter {
                     b_->Bytes("}")});
   }
 
-  static JsonValue Scalar(const JsonValue& s, const std::string& type) {
-    static const std::set<std::string> kNumeric = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-                                                   "multipleOf"};
-    JsonValue out;
-    out.kind = JsonValue::Kind::kObject;
-    out.members.emplace_back("type", StringValue(type));
-    if (type == "number" || type == "integer") {
-      for (const auto& [key, value] : s.members) {
-        if (kNumeric.count(key)) out.members.emplace_back(key, value);
-      }
-    }
-    return out;
-  }
-
-  int32_t Value(const JsonValue& s, const std::string& path) {
-    // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
-    // its subschemas, so that no schema can exhaust the stack.
-    if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
-    struct Leave {
-      int& depth;
-      ~Leave() { --depth; }
-    } leave{depth_};
-    if (s.IsBool()) {
-      if (!s.boolean) Fail("cannot write a value whose schema is false", path);
-      return AnyValue();
-    }
-    if (!s.IsObject()) Fail("needs a schema object", path);
-    if (IsBare(s, nullptr)) return AnyValue();
-    if (const JsonValue* ref = s.Find("$ref")) {
-      if (!IsBare(s, "$ref")) Fail("cannot write keywords beside a $ref", At(path, "$ref"));
-      std::string key = ref->IsString() ? ref->text : "";
-      auto it = refs_.find(key);
-      if (it != refs_.end()) return b_->Ref(it->second);
-      int32_t rule = b_->NewRule("gemma_ref");
-      refs_[key] = rule;  // first: a recursive definition refers to it
-      b_->SetBody(rule, Value(Target(*ref, path), At(path, "$ref")));
-      return b_->Ref(rule);
-    }
-    if (const JsonValue* c = s.Find("const")) return Literal(*c, At(path, "const"));
-    if (const JsonValue* e = s.Find("enum"); e && e->IsArray() && !e->items.empty()) {
-      std::vector<int32_t> alts;
-      for (const JsonValue& v : e->items) alts.push_back(Literal(v, At(path, "enum")));
-      return b_->Choice(alts);
-    }
-    for (const char* combinator : {"anyOf", "oneOf", "allOf"}) {
-      const JsonValue* branches = s.Find(combinator);
-      if (!branches) continue;
-      if (!branches->IsArray() || branches->items.empty() || !IsBare(s, combinator)) {
-        Fail(std::string("supports ") + combinator + " only as a schema's one keyword", At(path, combinator));
-      }
-      if (std::string(combinator) == "allOf" && branches->items.size() > 1) {
-        Fail("supports allOf of one schema only", At(path, combinator));
-      }
-      if (std::string(combinator) == "oneOf") {
-        std::set<std::string> seen;
-        for (const JsonValue& b : branches->items) {
-          const JsonValue* t = b.IsObject() ? b.Find("type") : nullptr;
-          if (!t || !t->IsString() || !seen.insert(t->text == "integer" ? "number" : t->text).second) {
-            Fail("supports oneOf only of branches of different types", At(path, combinator));
-          }
-        }
-      }
-      std::vector<int32_t> alts;
-      for (size_t i = 0; i < branches->items.size(); ++i) {
-        alts.push_back(Value(branches->items[i], At(path, combinator) + "/" + std::to_string(i)));
-      }
-      return b_->Choice(alts);
-    }
-    std::vector<std::string> types;
-    if (const JsonValue* t = s.Find("type")) {
-      if (t->IsString()) types.push_back(t->text);
-      for (const JsonValue& one : t->items) types.push_back(one.text);
-    } else if (s.Find("properties") || s.Find("additionalProperties")) {
-      types.push_back("object");
-    } else if (s.Find("items") || s.Find("prefixItems")) {
-      types.push_back("array");
-    } else {
-      Fail("needs a \"type\" (or a combinator) to write a value", path);
-    }
-    std::vector<int32_t> alts;
-    for (const std::string& type : types) {
-      JsonValue one = s;
-      for (auto& [key, value] : one.members) {
-        if (key == "type") value = StringValue(type);
-      }
-      if (type == "object") {
-        alts.push_back(Object(one, path));
-      } else if (type == "array") {
-        alts.push_back(Array(one, path));
-      } else if (type == "string") {
-        alts.push_back(String(one, path));
-      } else if (type == "number" || type == "integer" || type == "boolean" || type == "null") {
-        alts.push_back(scalar_(Scalar(s, type), path));
-      } else {
-        Fail("got an unknown type \"" + type + "\"", At(path, "type"));
-      }
-    }
-    return b_->Choice(alts);
-  }
-
-  static constexpr int kMaxDepth = 1000;
-  int depth_ = 0;  // Value calls open now
-  IrBuilder* b_;
-  const JsonValue& root_;
-  const std::function<int32_t(const JsonValue&, const std::string&)>& scalar_;
+  const ScalarGrammar& scalar_;     // for AnyValue's numbers
   int32_t name_ = -1;               // an expression (reference to its rule)
   int32_t text_ = -1, any_ = -1;    // rules
-  std::map<std::string, int32_t> refs_;
 };
 
 }  // namespace
