@@ -414,7 +414,7 @@ def test_deepseek_v4_1_flags_say_how_each_value_is_written():
         assert not accepts(grammar, out(flag, value).replace("｜DSML｜ parameter", "｜DSML｜parameter"))
 
 
-@pytest.mark.parametrize("style", [*STYLES, "minimax_m3_xml", "gemma"])
+@pytest.mark.parametrize("style", [*STYLES, "minimax_m3_xml", "cohere_xml", "gemma"])
 def test_a_long_ref_chain_is_an_error_not_a_crash(style):
     """Each $ref of a chain is a level of the writer's recursion: bounded (1000)."""
     n = 5000

@@ -7,6 +7,7 @@
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
+#include "frontends/cohere_xml.h"
 #include "frontends/gemma_args.h"
 #include "frontends/minimax_m3_xml.h"
 #include "frontends/schema_cache.h"
@@ -368,7 +369,7 @@ class Converter {
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
         Fail("\"style\" must be \"json\", \"qwen_xml\", \"minimax_xml\", \"minimax_m3_xml\", \"deepseek_xml\", "
-             "\"deepseek_v4_1_xml\", \"glm_xml\", \"kimi_k3_xml\" or \"gemma\"",
+             "\"deepseek_v4_1_xml\", \"glm_xml\", \"kimi_k3_xml\", \"cohere_xml\" or \"gemma\"",
              At(path, "style"));
       }
       style = s->text;
@@ -387,6 +388,12 @@ class Converter {
       return GemmaArguments(&b_, schema, schema_path, [&](const JsonValue& sub, const std::string& sub_path) {
         return Schema(sub, sub_path, 0, false);
       });
+    }
+    if (style == "cohere_xml") {
+      return CohereParameters(&b_, schema, max_whitespace, any_order, schema_path,
+                              [&](const JsonValue& sub, const std::string& sub_path) {
+                                return Schema(sub, sub_path, max_whitespace, any_order);
+                              });
     }
     if (style == "minimax_m3_xml") {  // scalars as bare JSON text: no whitespace inside an element
       return MinimaxM3Parameters(&b_, schema, max_whitespace, any_order, schema_path,

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "frontends/json_formats.h"
+#include "frontends/raw_string.h"
 #include "frontends/regex.h"
 #include "frontends/regex_dfa.h"
 #include "frontends/schema_refs.h"
@@ -81,7 +82,7 @@ class XmlWriter {
  public:
   XmlWriter(IrBuilder* b, const XmlStyle& style, int max_ws,
             const std::function<int32_t(const JsonValue&, const std::string&)>& json_value)
-      : b_(b), style_(style), json_value_(json_value) {
+      : b_(b), style_(style), json_value_(json_value), raw_(b, style.value_suffix, style.name) {
     ws_ = b_->RuleRef("xml_ws", b_->Repeat(b_->Class({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0,
                                            max_ws));
   }
@@ -473,57 +474,8 @@ class XmlWriter {
   // A const or enum value: a string's raw text, anything else its JSON text.
   int32_t Literal(const JsonValue& v) { return b_->Bytes(v.IsString() ? v.text : DumpJson(v)); }
 
-  int32_t RawString(const JsonValue& schema, const std::string& path) {
-    for (const auto& [key, value] : schema.members) {
-      if (IsUncheckedStringKeyword(key)) Fail("cannot check \"" + key + "\" on a raw string value", At(path, key));
-    }
-    const JsonValue* pattern = schema.Find("pattern");
-    const JsonValue* min = schema.Find("minLength");
-    const JsonValue* max = schema.Find("maxLength");
-    const JsonValue* format = schema.Find("format");
-    const char* ebnf = format && format->IsString() ? JsonFormatEbnf(format->text) : nullptr;
-    if (ebnf) {  // an unknown format is an annotation
-      if (pattern || min || max) Fail("cannot combine \"format\" with pattern or a length on a raw string value", path);
-      return Format(format->text, ebnf);
-    }
-    if (pattern) {
-      if (!pattern->IsString()) Fail("needs \"pattern\" to be a string", At(path, "pattern"));
-      if (min || max) Fail("cannot combine \"pattern\" with a length on a raw string value", path);
-      try {
-        return AppendRegex(b_, pattern->text, true);  // JSON Schema: matched anywhere in the text
-      } catch (const RegexError& e) {
-        Fail(std::string("got an invalid pattern: ") + e.what(), At(path, "pattern"));
-      }
-    }
-    if (min || max) {
-      auto bound = [&](const JsonValue* v, const char* key) -> int32_t {
-        bool ok = v->IsNumber() && !v->text.empty() && v->text.size() <= 9 &&
-                  std::all_of(v->text.begin(), v->text.end(), [](char c) { return c >= '0' && c <= '9'; });
-        if (!ok) Fail(std::string("needs \"") + key + "\" to be a non-negative integer", At(path, key));
-        return static_cast<int32_t>(std::stol(v->text));
-      };
-      int32_t lo = min ? bound(min, "minLength") : 0, hi = max ? bound(max, "maxLength") : -1;
-      if (hi >= 0 && hi < lo) Fail("got maxLength < minLength", path);
-      return b_->Repeat(b_->Class({{0, 0x10FFFF}}), lo, hi);
-    }
-    return AnyText();
-  }
-
-  // A known format's raw text (its strings hold no `"` or `\`: the JSON grammar's own).
-  int32_t Format(const std::string& name, const char* ebnf) {
-    auto it = formats_.find(name);
-    if (it != formats_.end()) return b_->Ref(it->second);
-    int32_t rule = ImportGrammar(b_, *ParseEbnf(ebnf, "root"), "format_" + name + "_");
-    formats_[name] = rule;
-    return b_->Ref(rule);
-  }
-
-  // Any text up to the closing tag.
-  int32_t AnyText() {
-    TagDispatchSpec spec;
-    spec.excludes = {style_.value_suffix};
-    return AddTagDispatch(b_->ir(), std::move(spec), {});
-  }
+  int32_t RawString(const JsonValue& schema, const std::string& path) { return raw_.Value(schema, path); }
+  int32_t AnyText() { return raw_.AnyText(); }
 
   static constexpr int kMaxDepth = 1000;
   int depth_ = 0;  // Value calls open now
@@ -535,13 +487,14 @@ class XmlWriter {
   int root_refs_ = 0;
   std::vector<std::string> expanding_;  // the $refs a Value is inside (recursive definitions)
   int32_t ws_ = -1;
-  std::map<std::string, int32_t> formats_;  // format name -> its rule
+  RawStringWriter raw_;
 };
 
 }  // namespace
 
 bool IsXmlStyle(const std::string& style) {
-  return FindStyle(style) != nullptr || style == "minimax_m3_xml" || style == "gemma";  // the last two: own writers
+  return FindStyle(style) != nullptr || style == "minimax_m3_xml" || style == "cohere_xml" ||
+         style == "gemma";  // the last three: own writers
 }
 
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
