@@ -75,6 +75,17 @@ EXAMPLES = [
      "<parameter=city>Paris</parameter>\n<parameter=unit>celsius</parameter>",
      "<parameter=unit>celsius</parameter>\n<parameter=city>Paris</parameter>",
      "parameters come in declared order, and `city` is required"),
+    ("json_schema", " (`cohere_xml` style)", "The same schema as Cohere Command writes arguments: one "
+     "`<cofl:value name=\"NAME\" type=\"TYPE\">VALUE</cofl:value>` per property, the type saying how the value "
+     "is written (`raw` text, `json`, a `dict` or `list` of elements).",
+     {"type": "json_schema", "json_schema": WEATHER, "style": "cohere_xml"},
+     '<cofl:value name="city" type="raw">Paris</cofl:value><cofl:value name="unit" type="raw">celsius</cofl:value>',
+     '<cofl:value name="city" type="json">"Paris"</cofl:value>',
+     "a string is raw text, typed `raw`"),
+    ("json_schema", " (with `excludes`)", "The JSON schema with strings that no string value or property name "
+     "may hold, matched on the text as written.",
+     {"type": "json_schema", "json_schema": WEATHER, "excludes": ["</tool_call>"]},
+     '{"city": "Paris"}', '{"city": "Paris</tool_call>"}', "the value holds an excluded string"),
     ("grammar", "", "An EBNF grammar (root rule `root`), its rules added with a prefix.",
      {"type": "grammar", "grammar": 'root ::= expr\nexpr ::= term (("+" | "-") term)*\nterm ::= [0-9]+ | "(" expr ")"'},
      "(12+3)-4", "(12+3", "the parenthesis is never closed: a prefix of a sentence, not a sentence"),

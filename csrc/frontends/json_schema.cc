@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "grammar/ir_builder.h"
+#include "frontends/excluded_strings.h"
 #include "frontends/json_formats.h"
 #include "frontends/json_text.h"
 #include "frontends/number_range.h"
@@ -129,6 +130,10 @@ class SchemaCompiler {
   SchemaCompiler(const JsonValue& root, const JsonSchemaOptions& opt, GrammarIR* g)
       : root_(root), opt_(opt), b_(g), text_(&b_, MakeLayout(opt)) {
     IndexIds(root_);
+    if (!opt.excludes.empty()) {
+      excludes_.emplace(opt.excludes);
+      text_.SetExcludes(&*excludes_);
+    }
   }
 
   // Draft 4 calls only a number without fraction or exponent an integer (its
@@ -2327,6 +2332,9 @@ class SchemaCompiler {
     if (max_len >= 0 && min_len > max_len) return Nothing(&b_);
     int32_t content = -1;
     if (pattern && !pattern->IsString()) Fail("pattern must be a string", ptr + "/pattern");
+    if (excludes_ && !pattern && !more_patterns && (not_patterns || excluded)) {
+      Unsupported("excludes on a string with `not` (its language is over values, excludes' over written text)", ptr);
+    }
     if (not_patterns || more_patterns || excluded ||
         (pattern && (min_len > 0 || max_len >= 0 || LeadingLookaheads(pattern->text)))) {
       content = RegularContent(pattern, more_patterns, not_patterns, min_len, max_len, ptr, excluded);
@@ -2355,6 +2363,13 @@ class SchemaCompiler {
       }  // unknown formats only annotate: any string
     } else if (format && format->IsString() && (pattern || not_patterns || more_patterns)) {
       if (JsonFormatEbnf(format->text)) Unsupported("`format` together with `pattern` or `not pattern`", ptr + "/format");
+    }
+    if (content < 0 && excludes_ && (min_len > 0 || max_len >= 0)) {
+      try {
+        content = text_.WrittenContent(excludes_->Content(min_len, max_len), "string");
+      } catch (const DfaLimitError& e) {
+        Unsupported(std::string(e.what()) + " (minLength / maxLength beside excludes)", ptr);
+      }
     }
     if (content < 0) {
       if (min_len == 0 && max_len < 0) {
@@ -2695,6 +2710,7 @@ class SchemaCompiler {
     const JsonValue& value_schema = addl && !addl->IsBool() ? *addl : TrueSchema();
     int32_t key;
     if (names_dfa) {
+      if (excludes_) Unsupported("excludes beside propertyNames and declared properties", ptr + "/propertyNames");
       CharDfa keys = names_dfa->Minus(CharDfa::Words({names.begin(), names.end()}));
       if (keys.IsEmpty()) return -1;
       key = b_.Seq({b_.Bytes("\""), EmitKeys(keys), b_.Bytes("\"")});
@@ -2816,6 +2832,9 @@ class SchemaCompiler {
       }
       for (const Region& r : regions) {
         if (r.patterns.empty() && !others) continue;
+        if (r.patterns.empty() && excludes_) {
+          Unsupported("excludes on the names additionalProperties allows beside patternProperties", ptr);
+        }
         const JsonValue* value = r.patterns.empty() ? others : &pattern_props.members[r.patterns[0]].second;
         for (size_t k = 1; k < r.patterns.size(); ++k) value = Keep(AllOf(*value, pattern_props.members[r.patterns[k]].second));
         std::string vp = r.patterns.empty() ? ptr + "/additionalProperties"
@@ -2836,6 +2855,16 @@ class SchemaCompiler {
   int32_t KeyNotIn(const std::set<std::string>& names) {
     if (names.empty()) return b_.Seq({b_.Bytes("\""), text_.AnyContent(), b_.Bytes("\"")});
     auto it = key_not_in_.find(names);
+    if (it == key_not_in_.end() && excludes_) {  // written names holding no exclusion, spelling none of `names`
+      try {
+        int32_t body = b_.Seq({b_.Bytes("\""), text_.WrittenContent(excludes_->ContentNotIn(names), "key"),
+                               b_.Bytes("\"")});
+        it = key_not_in_.emplace(names, b_.NewRule("key_not_in")).first;
+        b_.SetBody(it->second, body);
+      } catch (const DfaLimitError& e) {
+        Unsupported(std::string(e.what()) + " (undeclared property names beside excludes)", "");
+      }
+    }
     if (it == key_not_in_.end()) {
       bool raw = std::all_of(names.begin(), names.end(), [](const std::string& n) {
         return std::all_of(n.begin(), n.end(), [](char c) {
@@ -3073,6 +3102,7 @@ class SchemaCompiler {
   const JsonValue& root_;
   JsonSchemaOptions opt_;
   IrBuilder b_;
+  std::optional<ExcludedStrings> excludes_;  // opt_.excludes (before text_, which points at it)
   JsonText text_;
   std::map<std::pair<const JsonValue*, int>, int32_t> memo_;
   // (JsonHash, layout depth) -> (schema, its rule); schemas as memo_ holds them.
@@ -3142,7 +3172,11 @@ JsonSchemaGrammar JsonSchemaToGrammar(const std::string& schema_json, const Json
     }
     compiler.AddResource(name, uri, &text);
   }
-  g->root = compiler.CompileRoot();
+  try {
+    g->root = compiler.CompileRoot();
+  } catch (const DfaLimitError& e) {  // a literal's spellings beside `excludes`
+    throw SchemaError(std::string(e.what()) + " (the spellings of a string literal beside excludes)", "");
+  }
   CompressRepetitions(g.get());
   return JsonSchemaGrammar{g, compiler.TakeWarnings()};
 }

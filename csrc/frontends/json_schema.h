@@ -32,6 +32,10 @@ struct JsonSchemaOptions {
   // relative to the schema's own base (its `$id`, else an unnamed document's).
   std::vector<std::pair<std::string, std::string>> resources;
 
+  // Structural tags' `excludes`: non-empty strings that no string without `pattern` or
+  // a known `format`, and no property name, may hold as written (escapes not decoded).
+  std::vector<std::string> excludes;
+
   static constexpr int kMaxWhitespace = 20;
   int max_whitespace = kMaxWhitespace;  // the bound on each run of any_whitespace
 };

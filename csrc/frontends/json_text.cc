@@ -278,7 +278,15 @@ int32_t JsonText::AnyChar() {
   return b_->Ref(any_char_rule_);
 }
 
+int32_t JsonText::WrittenContent(const CharDfa& dfa, const std::string& name) {
+  return EmitDfa(b_, dfa, [&](const std::vector<CodepointRange>& r) { return b_->Class(r); }, name);
+}
+
 int32_t JsonText::AnyContent() {
+  if (content_rule_ < 0 && excludes_) {
+    content_rule_ = b_->NewRule("json_string_content");
+    b_->SetBody(content_rule_, WrittenContent(excludes_->Content(0, -1), "json_content"));
+  }
   if (content_rule_ < 0) {
     // The builtin JSON grammar's string body, so masks are shared with it across grammars.
     int32_t hex = b_->Class({{'0', '9'}, {'a', 'f'}, {'A', 'F'}});
@@ -294,6 +302,14 @@ int32_t JsonText::AnyContent() {
 }
 
 int32_t JsonText::StringLiteral(const std::string& utf8) {
+  if (excludes_) {  // the spellings that hold no exclusion (none: Nothing)
+    auto it = excluding_literals_.find(utf8);
+    if (it == excluding_literals_.end()) {
+      int32_t content = WrittenContent(excludes_->Literal(utf8), "json_literal");
+      it = excluding_literals_.emplace(utf8, b_->Seq({b_->Bytes("\""), content, b_->Bytes("\"")})).first;
+    }
+    return it->second;
+  }
   std::vector<int32_t> parts = {b_->Bytes("\"")};
   std::string run;  // raw ASCII characters, one literal
   size_t p = 0;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/excluded_strings.h"
 #include "grammar/ir_builder.h"
 #include "support/json.h"
 
@@ -65,6 +66,14 @@ class JsonText {
   // not also "2.0"): Draft 4 calls only such a number an integer.
   void SetIntegralAsIntegers(bool on) { integral_as_integers_ = on; }
 
+  // Strings that string literals and AnyContent may not hold (structural tags'
+  // `excludes`; nullptr: none). Set before anything is written.
+  void SetExcludes(const ExcludedStrings* excludes) { excludes_ = excludes; }
+  const ExcludedStrings* excludes() const { return excludes_; }
+  // Content (between the quotes) in `dfa`'s language, an automaton over the text as
+  // written (ExcludedStrings' languages).
+  int32_t WrittenContent(const CharDfa& dfa, const std::string& name);
+
  private:
   int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
   int32_t Ws();
@@ -90,6 +99,8 @@ class JsonText {
   std::map<std::vector<std::pair<uint32_t, uint32_t>>, int32_t> char_in_;
   std::unordered_map<uint64_t, int32_t> hex_range_;  // HexRange's by (lo, hi, width)
   bool integral_as_integers_ = false;
+  const ExcludedStrings* excludes_ = nullptr;
+  std::map<std::string, int32_t> excluding_literals_;  // StringLiteral's rule per string, with excludes_
 };
 
 }  // namespace xgr2

@@ -50,7 +50,13 @@ int32_t RawStringWriter::Value(const JsonValue& schema, const std::string& path)
     };
     int32_t lo = min ? bound(min, "minLength") : 0, hi = max ? bound(max, "maxLength") : -1;
     if (hi >= 0 && hi < lo) Fail("got maxLength < minLength", path);
-    return b_->Repeat(b_->Class({{0, 0x10FFFF}}), lo, hi);
+    if (!excludes_) return b_->Repeat(b_->Class({{0, 0x10FFFF}}), lo, hi);
+    try {
+      return EmitDfa(b_, CharDfa::LengthBetween(lo, hi).Intersect(excludes_->RawText()),
+                     [&](const std::vector<CodepointRange>& r) { return b_->Class(r); }, "raw_string");
+    } catch (const DfaLimitError& e) {
+      Fail(std::string("cannot check a length beside excludes: ") + e.what(), path);
+    }
   }
   return AnyText();
 }
@@ -67,6 +73,7 @@ int32_t RawStringWriter::Format(const std::string& name, const char* ebnf) {
 int32_t RawStringWriter::AnyText() {
   TagDispatchSpec spec;
   spec.excludes = {terminator_};
+  if (excludes_) spec.excludes.insert(spec.excludes.end(), excludes_->excludes().begin(), excludes_->excludes().end());
   return AddTagDispatch(b_->ir(), std::move(spec), {});
 }
 

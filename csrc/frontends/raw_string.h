@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "frontends/excluded_strings.h"
 #include "grammar/ir_builder.h"
 #include "support/json.h"
 
@@ -22,6 +23,9 @@ class RawStringWriter {
   int32_t Value(const JsonValue& schema, const std::string& path);
   // Any text without the terminator.
   int32_t AnyText();
+  // Strings that raw text without a pattern or known format may not hold (structural
+  // tags' `excludes`; nullptr: none).
+  void SetExcludes(const ExcludedStrings* excludes) { excludes_ = excludes; }
 
  private:
   [[noreturn]] void Fail(const std::string& msg, const std::string& path) const;
@@ -30,6 +34,7 @@ class RawStringWriter {
   IrBuilder* b_;
   std::string terminator_, style_;
   std::map<std::string, int32_t> formats_;  // format name -> its rule
+  const ExcludedStrings* excludes_ = nullptr;
 };
 
 }  // namespace xgr2

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "grammar/ir_builder.h"
 #include "frontends/json_schema.h"
 #include "frontends/cohere_xml.h"
+#include "frontends/excluded_strings.h"
 #include "frontends/gemma_args.h"
 #include "frontends/minimax_m3_xml.h"
 #include "frontends/schema_cache.h"
@@ -342,20 +344,27 @@ class Converter {
   }
 
   int32_t Schema(const JsonValue& schema, const std::string& schema_path,
-                 int max_whitespace = JsonSchemaOptions::kMaxWhitespace, bool any_order = false) {
+                 int max_whitespace = JsonSchemaOptions::kMaxWhitespace, bool any_order = false,
+                 const std::vector<std::string>& excludes = {}) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
-    std::string key = std::to_string(max_whitespace) + (any_order ? " any " : " ") + text;
+    std::string key = std::to_string(max_whitespace) + (any_order ? " any " : " ");
+    for (const std::string& e : excludes) key += std::to_string(e.size()) + ":" + e + " ";
+    key += text;
     auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
     if (it != schemas_.end()) return b_.Ref(it->second);
     JsonSchemaOptions options;
     options.max_whitespace = max_whitespace;
     options.any_order = any_order;
+    options.excludes = excludes;
     JsonSchemaGrammar g;
     try {
       g = CachedJsonSchemaToGrammar(text, options);
     } catch (const SchemaError& e) {
-      Fail(std::string("invalid JSON Schema: ") + e.what(), schema_path + e.pointer);
+      std::string what = e.what();  // a structural tag has no `unsupported` to pass
+      const std::string hint = " (pass unsupported=\"warn\" or \"ignore\" to widen the grammar instead)";
+      if (size_t at = what.find(hint); at != std::string::npos) what.erase(at, hint.size());
+      Fail("invalid JSON Schema: " + what, schema_path + e.pointer);
     }
     int32_t rule = ImportGrammar(&b_, *g.grammar, "schema" + std::to_string(schemas_.size()) + "_");
     schemas_[key] = rule;
@@ -364,7 +373,7 @@ class Converter {
 
   // `json_schema` (or the older `qwen_xml_parameter`, the qwen_xml style).
   int32_t JsonSchema(const JsonValue& v, const std::string& path, bool qwen_parameters) {
-    Fields(v, path, {"json_schema", "style", "any_order", "max_whitespace_cnt"});
+    Fields(v, path, {"json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
     std::string style = qwen_parameters ? "qwen_xml" : "json";
     if (const JsonValue* s = v.Find("style"); s && !qwen_parameters) {
       if (!s->IsString() || (s->text != "json" && !IsXmlStyle(s->text))) {
@@ -383,7 +392,8 @@ class Converter {
     }
     const JsonValue& schema = Field(v, "json_schema", path);
     std::string schema_path = At(path, "json_schema");
-    if (style == "json") return Schema(schema, schema_path, max_whitespace, any_order);
+    std::vector<std::string> excludes = SchemaExcludes(v, style, path);
+    if (style == "json") return Schema(schema, schema_path, max_whitespace, any_order, excludes);
     if (style == "gemma") {  // scalars as bare JSON text
       return GemmaArguments(&b_, schema, schema_path, [&](const JsonValue& sub, const std::string& sub_path) {
         return Schema(sub, sub_path, 0, false);
@@ -401,10 +411,46 @@ class Converter {
                                    return Schema(sub, sub_path, 0, false);
                                  });
     }
-    return XmlParameters(&b_, schema, style, max_whitespace, any_order, schema_path,
-                         [&](const JsonValue& sub, const std::string& sub_path) {
-                           return Schema(sub, sub_path, max_whitespace, any_order);
-                         });
+    std::optional<ExcludedStrings> excluded;
+    if (!excludes.empty()) excluded.emplace(excludes);
+    return XmlParameters(
+        &b_, schema, style, max_whitespace, any_order, schema_path,
+        [&](const JsonValue& sub, const std::string& sub_path) {
+          return Schema(sub, sub_path, max_whitespace, any_order, excludes);
+        },
+        excluded ? &*excluded : nullptr);
+  }
+
+  // json_schema's `excludes`: non-empty strings that string values (but those with a
+  // pattern or known format) and property names may not hold, as XGrammar reads it. An
+  // XML style's value is trimmed by the models' parsers, so an exclusion there may not
+  // start or end with whitespace; cohere_xml, minimax_m3_xml and gemma take none.
+  std::vector<std::string> SchemaExcludes(const JsonValue& v, const std::string& style, const std::string& path) {
+    const JsonValue* list = v.Find("excludes");
+    if (!list || list->kind == JsonValue::Kind::kNull) return {};
+    std::string where = At(path, "excludes");
+    if (!list->IsArray()) Fail("\"excludes\" must be an array of non-empty strings", where);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < list->items.size(); ++i) {
+      const JsonValue& e = list->items[i];
+      if (!e.IsString() || e.text.empty()) Fail("\"excludes\" must be an array of non-empty strings", At(where, i));
+      if (style != "json") {
+        if (style == "cohere_xml" || style == "minimax_m3_xml" || style == "gemma") {
+          Fail("the style \"" + style + "\" takes no \"excludes\"", where);
+        }
+        auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+        if (space(e.text.front()) || space(e.text.back())) {
+          Fail("an XML style's \"excludes\" may not start or end with whitespace", At(where, i));
+        }
+      }
+      out.push_back(e.text);
+    }
+    try {
+      ExcludedStrings check(out);  // within the automaton limits
+    } catch (const DfaLimitError& e) {
+      Fail(std::string("\"excludes\" is too large: ") + e.what(), where);
+    }
+    return out;
   }
 
   int32_t Ebnf(const JsonValue& v, const std::string& path) {

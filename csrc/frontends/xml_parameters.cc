@@ -81,8 +81,10 @@ std::string At(const std::string& path, const std::string& key) { return path + 
 class XmlWriter {
  public:
   XmlWriter(IrBuilder* b, const XmlStyle& style, int max_ws,
-            const std::function<int32_t(const JsonValue&, const std::string&)>& json_value)
-      : b_(b), style_(style), json_value_(json_value), raw_(b, style.value_suffix, style.name) {
+            const std::function<int32_t(const JsonValue&, const std::string&)>& json_value,
+            const ExcludedStrings* excludes)
+      : b_(b), style_(style), json_value_(json_value), raw_(b, style.value_suffix, style.name), excludes_(excludes) {
+    raw_.SetExcludes(excludes);
     ws_ = b_->RuleRef("xml_ws", b_->Repeat(b_->Class({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}), 0,
                                            max_ws));
   }
@@ -202,6 +204,7 @@ class XmlWriter {
       CharDfa identifiers = CharDfa::FromPattern("^[a-zA-Z_][a-zA-Z0-9_]*$", false);
       CharDfa others = declared.empty() ? identifiers : identifiers.Minus(CharDfa::Words(declared));
       if (matched) others = others.Minus(*matched);
+      if (excludes_) others = others.Intersect(excludes_->RawText());
       int32_t name = EmitDfa(b_, others, [&](const std::vector<CodepointRange>& c) { return b_->Class(c); },
                              "xml_name");
       JsonValue any;
@@ -472,7 +475,11 @@ class XmlWriter {
   }
 
   // A const or enum value: a string's raw text, anything else its JSON text.
-  int32_t Literal(const JsonValue& v) { return b_->Bytes(v.IsString() ? v.text : DumpJson(v)); }
+  // A const / enum value: raw text when a string, else JSON; none that holds an exclusion.
+  int32_t Literal(const JsonValue& v) {
+    std::string text = v.IsString() ? v.text : DumpJson(v);
+    return excludes_ && excludes_->Holds(text) ? Nothing(b_) : b_->Bytes(text);
+  }
 
   int32_t RawString(const JsonValue& schema, const std::string& path) { return raw_.Value(schema, path); }
   int32_t AnyText() { return raw_.AnyText(); }
@@ -488,6 +495,7 @@ class XmlWriter {
   std::vector<std::string> expanding_;  // the $refs a Value is inside (recursive definitions)
   int32_t ws_ = -1;
   RawStringWriter raw_;
+  const ExcludedStrings* excludes_;  // nullptr: none
 };
 
 }  // namespace
@@ -499,7 +507,8 @@ bool IsXmlStyle(const std::string& style) {
 
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
                       bool any_order, const std::string& path,
-                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value) {
+                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value,
+                      const ExcludedStrings* excludes) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
   JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
@@ -508,7 +517,7 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
   } catch (const SchemaError& e) {
     throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
   }
-  return XmlWriter(b, *s, max_whitespace, json_value).Object(read, path, any_order);
+  return XmlWriter(b, *s, max_whitespace, json_value, excludes).Object(read, path, any_order);
 }
 
 }  // namespace xgr2

@@ -11,6 +11,7 @@
 #include <functional>
 #include <string>
 
+#include "frontends/excluded_strings.h"
 #include "grammar/ir_builder.h"
 #include "support/json.h"
 
@@ -25,8 +26,11 @@ bool IsXmlStyle(const std::string& style);
 // order, repeats allowed, their number in [max(minProperties, number of required),
 // maxProperties] (as JsonSchemaOptions::any_order). Throws StructuralTagError at `path`
 // (the schema's pointer) for what the style cannot write.
+// `excludes` (nullptr: none): strings that raw values without a pattern or known format,
+// string literals and other names may not hold.
 int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& style, int max_whitespace,
                       bool any_order, const std::string& path,
-                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value);
+                      const std::function<int32_t(const JsonValue&, const std::string&)>& json_value,
+                      const ExcludedStrings* excludes = nullptr);
 
 }  // namespace xgr2
