@@ -26,7 +26,8 @@ from xgr2 import tool_calling
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
 XML = {"qwen3_coder", "glm45", "glm47", "minimax_m2", "deepseek_v32"}  # string parameters as raw text
-SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "deepseek_v32", "kimi_k2", "minimax_m2"}  # one block ends the output
+SECTION = {"mistral", "deepseek_v3", "deepseek_v31", "deepseek_v32", "kimi_k2", "minimax_m2",
+           "cohere"}  # one block ends the output
 
 
 @functools.lru_cache(maxsize=1)
@@ -83,6 +84,27 @@ def gemma_text(value) -> str:
     return json.dumps(value)
 
 
+def cohere_element(value, sub, name: str | None = None) -> str:
+    """A value in Cohere's cofl:value notation: strings raw, objects and arrays as nested
+    elements (declared properties first, in order), other values as JSON; names with XML
+    entities."""
+    sub = sub if isinstance(sub, dict) else {}
+    head = "<cofl:value"
+    if name is not None:
+        head += ' name="' + name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
+            '"', "&quot;") + '"'
+    if isinstance(value, dict):
+        props = sub.get("properties", {})
+        kind, body = "dict", "".join(cohere_element(v, props.get(k), k) for k, v in declared_first(value, props))
+    elif isinstance(value, list):
+        kind, body = "list", "".join(cohere_element(v, sub.get("items")) for v in value)
+    elif isinstance(value, str):
+        kind, body = "raw", value
+    else:
+        kind, body = "json", json.dumps(value)
+    return f'{head} type="{kind}">{body}</cofl:value>'
+
+
 def render_call(family: str, name: str, args, schema, index: int) -> str:
     a = args_json(args, schema)
     props = schema.get("properties", {})
@@ -123,6 +145,10 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         return f"<|tool_call_begin|>functions.{name}:{index}<|tool_call_argument_begin|>{a}<|tool_call_end|>"
     if family == "harmony":
         return f"<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{a}<|call|>"
+    if family == "cohere":
+        props = schema.get("properties", {})
+        elements = "".join(cohere_element(v, props.get(k), k) for k, v in declared_first(args, props))
+        return f'<cofl:tool_call id="{index}" name="{name}">{elements}</cofl:tool_call>'
     raise AssertionError(family)
 
 
@@ -133,6 +159,8 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
         head = f"<|channel|>analysis<|message|>{thought}<|end|><|start|>assistant" if thought is not None else ""
         return head + (rendered[0] if calls else f"<|channel|>final<|message|>{text}<|return|>")
     head = f"<think>\n{thought}\n</think>\n\n" if thought is not None else ""
+    if family == "cohere" and thought is not None:
+        head = f"<|START_THINKING|>{thought}<|END_THINKING|>\n"
     if family == "llama3_json":
         return head + ("; ".join(rendered) if calls else text)
     if family == "mistral":
@@ -145,6 +173,8 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
         body = "<|tool_calls_section_begin|>" + "".join(rendered) + "<|tool_calls_section_end|>" if calls else ""
     elif family == "minimax_m2":
         body = "\n<minimax:tool_call>\n" + "".join(rendered) + "</minimax:tool_call>" if calls else ""
+    elif family == "cohere":
+        body = "<cofl:tool_calls>" + "".join(rendered) + "</cofl:tool_calls>" if calls else ""
     elif family == "deepseek_v32":
         body = ("\n\n<｜DSML｜function_calls>\n" + "\n".join(rendered) + "\n</｜DSML｜function_calls>") if calls else ""
     else:
@@ -216,7 +246,7 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
             xgr2.Grammar.from_json_schema(t["function"]["parameters"])
         except xgr2.SchemaError:
             assume(False)
-    if family == "gemma4":  # keys must be identifiers; some keywords the style refuses
+    if family in ("gemma4", "cohere"):  # gemma4's keys must be identifiers; some keywords the styles refuse
         try:
             tool_calling.structural_tag(family, tools)
             tool_calling.gemma4(tools)
@@ -231,8 +261,8 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
     if family in XML:  # raw strings must be text the format can hold
         for _, a, s in calls:
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
-    if family == "gemma4":
-        assume(all("<" not in json.dumps(a) for _, a, _ in calls))
+    if family in ("gemma4", "cohere"):  # no delimiter in raw text; XML names hold no NUL
+        assume(all("<" not in json.dumps(a) and "\\u0000" not in json.dumps(a) for _, a, _ in calls))
     return rng, tools, reasoning, thought, text, calls
 
 
@@ -293,6 +323,8 @@ def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
             if not is_valid(strict(tool_calling._without_string_checks(schema)), bad):
                 assert not got, bad
             continue
+        if family == "cohere" and (not isinstance(bad, dict) or "<" in json.dumps(bad) or "\\u0000" in json.dumps(bad)):
+            continue
         got = ok(render(family, pre, [(name, bad, schema)], thought))
         assert got == is_valid(strict(schema), bad), (bad, got)
 
@@ -343,6 +375,16 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
     ("harmony", '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>',
      '<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"tz":"UTC"}<|call|>'
      "<|start|>assistant<|channel|>final<|message|>x<|return|>"),
+    ("cohere", 'Ok.<cofl:tool_calls><cofl:tool_call id="0" name="get_weather">\n<cofl:value name="city" type="raw">'
+     'New York</cofl:value>\n<cofl:value name="days" type="json"> 3 </cofl:value>\n</cofl:tool_call>'
+     '<cofl:tool_call id="1" name="get_time"><cofl:value name="tz" type="raw">UTC</cofl:value></cofl:tool_call>'
+     "</cofl:tool_calls>",
+     '<cofl:tool_calls><cofl:tool_call id="0" name="get_weather"><cofl:value name="city" type="json">"New York"'
+     "</cofl:value></cofl:tool_call></cofl:tool_calls>"),  # a string is raw text
+    ("cohere", '<cofl:tool_calls><cofl:tool_call id="7" name="get_time"><cofl:value name="tz" type="raw">CET'
+     "</cofl:value></cofl:tool_call></cofl:tool_calls>",
+     '<cofl:tool_calls><cofl:tool_call id="7" name="get_time"><cofl:value name="tz" type="raw">CET'
+     "</cofl:value></cofl:tool_call></cofl:tool_calls> Done."),  # the block ends the output
 ])
 def test_exact_layouts(family, good, bad):
     assert grammar_accepts(family, [WEATHER, TIME], good)
@@ -479,7 +521,7 @@ WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "param
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
-@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f != "harmony"])
+@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f not in ("harmony", "cohere")])
 def test_reasoning_whose_opening_tag_the_prompt_wrote(family):
     """Templates that end the prompt with "<think>" leave the model "...</think>"; GLM-4.5
     writes "\\n<think>". All three layouts are one reasoning block."""
@@ -491,6 +533,18 @@ def test_reasoning_whose_opening_tag_the_prompt_wrote(family):
         calls = tool_calling.parse_calls(family, text, WEATHER_TOOLS, reasoning=True)
         assert [(c.name, c.arguments, c.error) for c in calls] == [("get_weather", {"city": "Oslo"}, None)]
     assert not grammar_accepts(family, WEATHER_TOOLS, full.replace("</think>", ""), reasoning=True)
+
+
+def test_cohere_reasoning_between_its_thinking_tokens():
+    call = [("get_weather", {"city": "Oslo"}, WEATHER_TOOLS[0]["function"]["parameters"])]
+    full = render("cohere", "", call, "Let me check.")
+    assert full.startswith("<|START_THINKING|>")
+    for text in [full, full.removeprefix("<|START_THINKING|>")]:
+        assert grammar_accepts("cohere", WEATHER_TOOLS, text, reasoning=True), text
+        calls = tool_calling.parse_calls("cohere", text, WEATHER_TOOLS, reasoning=True)
+        assert [(c.name, c.arguments, c.error) for c in calls] == [("get_weather", {"city": "Oslo"}, None)]
+    assert not grammar_accepts("cohere", WEATHER_TOOLS, full.replace("<|END_THINKING|>", ""), reasoning=True)
+    assert not grammar_accepts("cohere", WEATHER_TOOLS, full.replace("<|END_THINKING|>", "</think>"), reasoning=True)
 
 
 UNION_TOOLS = [{"type": "function", "function": {"name": "find", "parameters": {

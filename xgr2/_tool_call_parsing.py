@@ -282,6 +282,60 @@ def _gemma4(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
     return out
 
 
+# Cohere: `<cofl:tool_calls>` then `<cofl:tool_call id="N" name="NAME">ELEMENTS</cofl:tool_call>`,
+# each value a `<cofl:value [name="KEY"] type="raw|json|dict|list">` element.
+_COHERE_CALL = _rx(r'<cofl:tool_call id="[0-9]*" name="([^"]*)">')
+_COHERE_VALUE = _rx(r'[ \t\r\n]*<cofl:value(?: name="(?P<name>[^"]*)")? type="(?P<type>raw|json|dict|list)">')
+_COHERE_CLOSE = "</cofl:value>"
+_ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&"))  # &amp; last
+
+
+def _cohere_elements(text: str, pos: int, named: bool) -> tuple[Any, int]:
+    """The elements at ``text[pos:]``, as a dict (``named``) or a list, and the position
+    after them (before whatever closes them); raises ValueError where one is malformed."""
+    out: Any = {} if named else []
+    while (m := _COHERE_VALUE.match(text, pos)) is not None:
+        kind, pos = m["type"], m.end()
+        if kind in ("dict", "list"):
+            value, pos = _cohere_elements(text, pos, kind == "dict")
+            pos = len(text) - len(text[pos:].lstrip(" \t\r\n"))
+            if not text.startswith(_COHERE_CLOSE, pos):
+                raise ValueError(f"a {kind} element without its end")
+        else:
+            end = text.find(_COHERE_CLOSE, pos)
+            if end < 0:
+                raise ValueError("an element without its end")
+            value = text[pos:end] if kind == "raw" else json.loads(text[pos:end])
+            pos = end
+        pos += len(_COHERE_CLOSE)
+        if named:
+            name = m["name"]
+            if name is None:
+                raise ValueError("an argument without a name")
+            for entity, char in _ENTITIES:
+                name = name.replace(entity, char)
+            out[name] = value
+        else:
+            out.append(value)
+    return out, pos
+
+
+def _cohere(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    start = text.find("<cofl:tool_calls>")
+    if start < 0:
+        return []
+    out, pos = [], start
+    while (m := _COHERE_CALL.search(text, pos)) is not None:
+        try:
+            args, pos = _cohere_elements(text, m.end(), True)
+            pos, error = _close(text, pos, "</cofl:tool_call>", True)
+            out.append(ToolCall(m[1], args, error))
+        except ValueError as e:
+            out.append(ToolCall(m[1], None, f"malformed call: {e}"))
+            pos = m.end()
+    return out
+
+
 _READERS: dict[str, _Reader] = {
     "llama3_json": _llama3_json,
     "llama3_function_tag": _llama3_function_tag,
@@ -312,6 +366,7 @@ _READERS: dict[str, _Reader] = {
                        section="<minimax:tool_call>"),
     "harmony": _harmony,
     "gemma4": _gemma4,
+    "cohere": _cohere,
 }
 
 
@@ -321,10 +376,11 @@ def _answer(family: str, text: str, reasoning: bool) -> str:
         return text
     if family == "harmony":  # analysis messages are skipped where the calls are read
         return text
+    begin, end = ("<|START_THINKING|>", "<|END_THINKING|>") if family == "cohere" else ("<think>", "</think>")
     stripped = text.lstrip()
-    head, found, rest = stripped.partition("</think>")
+    head, found, rest = stripped.partition(end)
     if not found:  # cut off inside the reasoning, or none written
-        return "" if stripped.startswith("<think>") else text
+        return "" if stripped.startswith(begin) else text
     return rest.lstrip(" \t\r\n")
 
 
@@ -345,7 +401,7 @@ def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (),
             ``minimax_m2``) read a parameter declared ``string`` as raw text and any other
             as JSON (without tools: JSON where it parses, else raw text); ``deepseek_v32``
             follows each parameter's ``string`` attribute instead.
-        reasoning: as for the preset: skip the leading ``<think>`` block (Harmony: the
+        reasoning: as for the preset: skip the leading ``<think>`` block (Cohere: its thinking block; Harmony: the
             analysis message), whose text may mention calls that are not made.
 
     Returns:

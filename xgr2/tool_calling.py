@@ -48,7 +48,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ._errors import ToolCallingError
@@ -61,6 +61,7 @@ __all__ = [
     "FAMILIES",
     "ToolCall",
     "ToolChoice",
+    "cohere",
     "deepseek_v3",
     "deepseek_v31",
     "deepseek_v32",
@@ -312,6 +313,7 @@ class _Family:
     # The section's marker, when `trigger` is the marker preceded by the whitespace the
     # template always writes before it: free text may not hold the marker otherwise.
     marker: str | None = None
+    think: _Format = field(default_factory=lambda: _THINK)  # the reasoning block that `reasoning=True` puts first
 
 
 def _answer(family: _Family, mode: str, tools: list[_Tool], parallel: bool) -> _Format:
@@ -330,8 +332,8 @@ def _answer(family: _Family, mode: str, tools: list[_Tool], parallel: bool) -> _
             "at_least_one": mode == "required", "stop_after_first": True, **excludes}
 
 
-def _wrap(answer: _Format, reasoning: bool) -> dict[str, Any]:
-    return {"type": "structural_tag", "format": _seq(_THINK, answer) if reasoning else answer}
+def _wrap(answer: _Format, reasoning: bool, think: _Format = _THINK) -> dict[str, Any]:
+    return {"type": "structural_tag", "format": _seq(think, answer) if reasoning else answer}
 
 
 # ---------------------------------------------------------------------------------------
@@ -446,11 +448,25 @@ _KIMI_K2 = _Family(
     trigger="<|tool_calls_section_begin|>",
     section=lambda calls: _tag("<|tool_calls_section_begin|>", calls, "<|tool_calls_section_end|>"))
 
+# Cohere Command: reasoning between <|START_THINKING|> and <|END_THINKING|> (the opening
+# one may end the prompt), then any whitespace.
+_COHERE_THINK = _seq({"type": "optional", "content": _const("<|START_THINKING|>")},
+                     _tag("", _text(), "<|END_THINKING|>"), _regex(r"[ \t\r\n]*"))
+
+_COHERE = _Family(
+    call=lambda t: _tag('<cofl:tool_call id="',
+                        _seq(_regex("[0-9]+"), _const(f'" name="{t.name}">'),
+                             {"type": "json_schema", "json_schema": t.parameters, "style": "cohere_xml"}),
+                        "</cofl:tool_call>"),
+    trigger="<cofl:tool_calls>",
+    section=lambda calls: _tag("<cofl:tool_calls>", calls, "</cofl:tool_calls>"),
+    think=_COHERE_THINK)
+
 
 def _family_spec(family: _Family, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice,
                  parallel_tool_calls: bool, reasoning: bool) -> dict[str, Any]:
     mode, chosen = _choose(_parse_tools(tools), tool_choice)
-    return _wrap(_answer(family, mode, chosen, parallel_tool_calls), reasoning)
+    return _wrap(_answer(family, mode, chosen, parallel_tool_calls), reasoning, family.think)
 
 
 def _llama3_json_spec(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
@@ -506,6 +522,7 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "glm47": lambda *a: _family_spec(_GLM47, *a),
     "gemma4": lambda *a: _family_spec(_GEMMA4, *a),
     "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
+    "cohere": lambda *a: _family_spec(_COHERE, *a),
     "harmony": _harmony_spec,
 }
 
@@ -788,6 +805,29 @@ def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "au
     return _grammar("minimax_m2", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
+def cohere(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+           parallel_tool_calls: bool = True, reasoning: bool = False,
+           tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """Cohere Command's XML calls: free text, then possibly one block that ends the output
+    (one line; whitespace may go between the elements)::
+
+        TEXT<cofl:tool_calls><cofl:tool_call id="0" name="NAME">
+        <cofl:value name="P" type="raw">VALUE</cofl:value>...</cofl:tool_call>...</cofl:tool_calls>
+
+    Conventions of XGrammar's ``cohere`` builtin structural tag: one
+    ``<cofl:tool_call>`` per call, each with a numeric ``id``, no separator between
+    calls; arguments in the ``cohere_xml`` style of structural tags
+    (docs/structural_tags.md): every value an element whose ``type`` says how it is
+    written (``raw`` string text, ``json`` numbers / booleans / null, ``dict`` and
+    ``list`` of elements), names as XML attribute values. With ``reasoning``:
+    ``<|START_THINKING|>`` free text ``<|END_THINKING|>`` first (the opening tag may
+    have ended the prompt), then any whitespace. A tool whose parameters the style
+    cannot write (a string's pattern beside a length, ``not``, ...) raises
+    :class:`xgr2.StructuralTagError`.
+    """
+    return _grammar("cohere", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
+
+
 def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
             parallel_tool_calls: bool = True, reasoning: bool = False,
             tokenizer_info: TokenizerInfo | None = None) -> Grammar:
@@ -810,6 +850,8 @@ for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deeps
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
+cohere.__doc__ = (cohere.__doc__ or "") + _ARGS.format(
+    reasoning="put ``<|START_THINKING|>`` free text ``<|END_THINKING|>`` first, then any whitespace.")
 del _f
 
 
