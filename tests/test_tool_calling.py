@@ -84,6 +84,10 @@ def gemma_text(value) -> str:
     return json.dumps(value)
 
 
+def xml_attribute(name: str) -> str:
+    return name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+
+
 def cohere_element(value, sub, name: str | None = None) -> str:
     """A value in Cohere's cofl:value notation: strings raw, objects and arrays as nested
     elements (declared properties first, in order), other values as JSON; names with XML
@@ -91,8 +95,7 @@ def cohere_element(value, sub, name: str | None = None) -> str:
     sub = sub if isinstance(sub, dict) else {}
     head = "<cofl:value"
     if name is not None:
-        head += ' name="' + name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
-            '"', "&quot;") + '"'
+        head += f' name="{xml_attribute(name)}"'
     if isinstance(value, dict):
         props = sub.get("properties", {})
         kind, body = "dict", "".join(cohere_element(v, props.get(k), k) for k, v in declared_first(value, props))
@@ -103,6 +106,14 @@ def cohere_element(value, sub, name: str | None = None) -> str:
     else:
         kind, body = "json", json.dumps(value)
     return f'{head} type="{kind}">{body}</cofl:value>'
+
+
+def kimi_type(value) -> str:
+    """Kimi-K3's type attribute: how the value is written ("string" raw text, others JSON)."""
+    if isinstance(value, bool):
+        return "boolean"
+    return {str: "string", int: "number", float: "number", type(None): "null", dict: "object",
+            list: "array"}[type(value)]
 
 
 def render_call(family: str, name: str, args, schema, index: int) -> str:
@@ -149,6 +160,12 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         props = schema.get("properties", {})
         elements = "".join(cohere_element(v, props.get(k), k) for k, v in declared_first(args, props))
         return f'<cofl:tool_call id="{index}" name="{name}">{elements}</cofl:tool_call>'
+    if family == "kimi_k3":  # XML-escaped keys, values by their type
+        props = schema.get("properties", {})
+        ps = "".join(f'<|open|>argument key="{xml_attribute(k)}" type="{kimi_type(v)}"<|sep|>'
+                     f"{v if isinstance(v, str) else dump(v, property_order(props.get(k)))}<|close|>argument<|sep|>"
+                     for k, v in declared_first(args, props))
+        return f'<|open|>call tool="{name}" index="{index}"<|sep|>{ps}<|close|>call<|sep|>'
     raise AssertionError(family)
 
 
@@ -161,6 +178,10 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
     head = f"<think>\n{thought}\n</think>\n\n" if thought is not None else ""
     if family == "cohere" and thought is not None:
         head = f"<|START_THINKING|>{thought}<|END_THINKING|>\n"
+    if family == "kimi_k3":  # the output starts inside the think or response block
+        head = f"{thought}<|close|>think<|sep|><|open|>response<|sep|>" if thought is not None else ""
+        tools = "<|open|>tools<|sep|>" + "".join(rendered) + "<|close|>tools<|sep|>" if calls else ""
+        return head + text + "<|close|>response<|sep|>" + tools + "<|close|>message<|sep|>"
     if family == "llama3_json":
         return head + ("; ".join(rendered) if calls else text)
     if family == "mistral":
@@ -246,7 +267,7 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
             xgr2.Grammar.from_json_schema(t["function"]["parameters"])
         except xgr2.SchemaError:
             assume(False)
-    if family in ("gemma4", "cohere"):  # gemma4's keys must be identifiers; some keywords the styles refuse
+    if family in ("gemma4", "cohere", "kimi_k3"):  # gemma4's keys must be identifiers; some keywords the styles refuse
         try:
             tool_calling.structural_tag(family, tools)
             tool_calling.gemma4(tools)
@@ -261,7 +282,7 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
     if family in XML:  # raw strings must be text the format can hold
         for _, a, s in calls:
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
-    if family in ("gemma4", "cohere"):  # no delimiter in raw text; XML names hold no NUL
+    if family in ("gemma4", "cohere", "kimi_k3"):  # no delimiter in raw text; XML names hold no NUL
         assume(all("<" not in json.dumps(a) and "\\u0000" not in json.dumps(a) for _, a, _ in calls))
     return rng, tools, reasoning, thought, text, calls
 
@@ -323,7 +344,8 @@ def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
             if not is_valid(strict(tool_calling._without_string_checks(schema)), bad):
                 assert not got, bad
             continue
-        if family == "cohere" and (not isinstance(bad, dict) or "<" in json.dumps(bad) or "\\u0000" in json.dumps(bad)):
+        if family in ("cohere", "kimi_k3") and (
+                not isinstance(bad, dict) or "<" in json.dumps(bad) or "\\u0000" in json.dumps(bad)):
             continue
         got = ok(render(family, pre, [(name, bad, schema)], thought))
         assert got == is_valid(strict(schema), bad), (bad, got)
@@ -385,6 +407,16 @@ TIME = {"type": "function", "function": {"name": "get_time", "parameters": {
      "</cofl:value></cofl:tool_call></cofl:tool_calls>",
      '<cofl:tool_calls><cofl:tool_call id="7" name="get_time"><cofl:value name="tz" type="raw">CET'
      "</cofl:value></cofl:tool_call></cofl:tool_calls> Done."),  # the block ends the output
+    ("kimi_k3", 'Ok.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="0"<|sep|>'
+     '<|open|>argument key="city" type="string"<|sep|>New York<|close|>argument<|sep|>'
+     '<|open|>argument key="days" type="number"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>'
+     "<|close|>tools<|sep|><|close|>message<|sep|>",
+     'Ok.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool="get_weather" index="0"<|sep|>'
+     '<|open|>argument key="city" type="string"<|sep|>New York<|close|>argument<|sep|>'
+     '<|open|>argument key="days" type="string"<|sep|>3<|close|>argument<|sep|><|close|>call<|sep|>'
+     "<|close|>tools<|sep|><|close|>message<|sep|>"),  # an integer is typed "number"
+    ("kimi_k3", "Sure.<|close|>response<|sep|><|close|>message<|sep|>",
+     "Sure.<|close|>response<|sep|>"),  # the message is closed
 ])
 def test_exact_layouts(family, good, bad):
     assert grammar_accepts(family, [WEATHER, TIME], good)
@@ -521,7 +553,7 @@ WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "param
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
-@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f not in ("harmony", "cohere")])
+@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f not in ("harmony", "cohere", "kimi_k3")])
 def test_reasoning_whose_opening_tag_the_prompt_wrote(family):
     """Templates that end the prompt with "<think>" leave the model "...</think>"; GLM-4.5
     writes "\\n<think>". All three layouts are one reasoning block."""

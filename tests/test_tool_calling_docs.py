@@ -9,6 +9,7 @@ Regenerate with `python tests/test_tool_calling_docs.py > docs/tool_calling_form
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
 from pathlib import Path
@@ -74,7 +75,9 @@ def test_examples_are_accepted_and_unoffered_tools_are_not():
 
 
 def test_docs_page_is_generated_from_the_presets():
-    assert DOC.read_text() == page(), "regenerate: python tests/test_tool_calling_docs.py > docs/tool_calling_formats.md"
+    written, generated = DOC.read_text(), page()
+    diff = "".join(difflib.unified_diff(written.splitlines(True), generated.splitlines(True), "written", "generated"))
+    assert written == generated, "regenerate: python tests/test_tool_calling_docs.py > docs/tool_calling_formats.md\n" + diff
 
 
 if __name__ == "__main__":

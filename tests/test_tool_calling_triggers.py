@@ -48,9 +48,10 @@ def pieces_texts(triggers, excludes, rng, count):
 
 
 def test_the_families_with_free_text_triggers():
-    """Every preset but the two whose free text is no trigger-led text (Llama-3 JSON: text
-    or calls; Harmony: a final channel) has a trigger, which its renderer writes."""
-    assert set(tool_calling.FAMILIES) - set(TRIGGERED) == {"llama3_json", "harmony"}
+    """Every preset but the three whose free text is no trigger-led text (Llama-3 JSON: text
+    or calls; Harmony: a final channel; Kimi-K3: a response block, then the tools block)
+    has a trigger, which its renderer writes."""
+    assert set(tool_calling.FAMILIES) - set(TRIGGERED) == {"llama3_json", "harmony", "kimi_k3"}
     for family in TRIGGERED:
         (trigger,), _ = spec_triggers(family)
         assert render(family, "Ok ", [("get_time", CALLS["get_time"], SCHEMAS["get_time"])], None).startswith(

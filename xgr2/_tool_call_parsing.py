@@ -336,6 +336,31 @@ def _cohere(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
     return out
 
 
+# Kimi-K3: `<|open|>tools<|sep|>` then `<|open|>call tool="NAME" index="N"<|sep|>ARGUMENTS<|close|>call<|sep|>`,
+# each argument `<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>` (`string`: raw text).
+_K3_CALL = _rx(r'<\|open\|>call tool="([^"]*)" index="[0-9]*"<\|sep\|>')
+_K3_ARGUMENT = _rx(r'[ \t\r\n]*<\|open\|>argument key="(?P<key>[^"]*)" type="(?P<type>[a-z]*)"<\|sep\|>'
+                   r"(?P<value>.*?)<\|close\|>argument<\|sep\|>")
+
+
+def _kimi_k3(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    start = text.find("<|open|>tools<|sep|>")
+    if start < 0:
+        return []
+    out, pos = [], start
+    while (m := _K3_CALL.search(text, pos)) is not None:
+        args, pos = {}, m.end()
+        while (a := _K3_ARGUMENT.match(text, pos)) is not None:
+            key = a["key"]
+            for entity, char in _ENTITIES:
+                key = key.replace(entity, char)
+            args[key] = _xml_value(a["value"], None, "true" if a["type"] == "string" else "false")
+            pos = a.end()
+        pos, error = _close(text, pos, "<|close|>call<|sep|>", True)
+        out.append(ToolCall(m[1], args, error))
+    return out
+
+
 _READERS: dict[str, _Reader] = {
     "llama3_json": _llama3_json,
     "llama3_function_tag": _llama3_function_tag,
@@ -367,6 +392,7 @@ _READERS: dict[str, _Reader] = {
     "harmony": _harmony,
     "gemma4": _gemma4,
     "cohere": _cohere,
+    "kimi_k3": _kimi_k3,
 }
 
 
@@ -376,7 +402,8 @@ def _answer(family: str, text: str, reasoning: bool) -> str:
         return text
     if family == "harmony":  # analysis messages are skipped where the calls are read
         return text
-    begin, end = ("<|START_THINKING|>", "<|END_THINKING|>") if family == "cohere" else ("<think>", "</think>")
+    begin, end = {"cohere": ("<|START_THINKING|>", "<|END_THINKING|>"),
+                  "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>")}.get(family, ("<think>", "</think>"))
     stripped = text.lstrip()
     head, found, rest = stripped.partition(end)
     if not found:  # cut off inside the reasoning, or none written
@@ -401,8 +428,9 @@ def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (),
             ``minimax_m2``) read a parameter declared ``string`` as raw text and any other
             as JSON (without tools: JSON where it parses, else raw text); ``deepseek_v32``
             follows each parameter's ``string`` attribute instead.
-        reasoning: as for the preset: skip the leading ``<think>`` block (Cohere: its thinking block; Harmony: the
-            analysis message), whose text may mention calls that are not made.
+        reasoning: as for the preset: skip the leading ``<think>`` block (Cohere, Kimi-K3:
+            their thinking block; Harmony: the analysis message), whose text may mention
+            calls that are not made.
 
     Returns:
         The calls, in output order.

@@ -71,6 +71,7 @@ __all__ = [
     "harmony",
     "hermes",
     "kimi_k2",
+    "kimi_k3",
     "llama3_function_tag",
     "llama3_json",
     "minimax_m2",
@@ -462,6 +463,35 @@ _COHERE = _Family(
     section=lambda calls: _tag("<cofl:tool_calls>", calls, "</cofl:tool_calls>"),
     think=_COHERE_THINK)
 
+# Kimi-K3's blocks: `<|open|>NAME<|sep|>` ... `<|close|>NAME<|sep|>`, back to back.
+_K3_MARKERS = ("<|open|>", "<|close|>")
+
+
+def _kimi_k3_spec(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice, parallel_tool_calls: bool,
+                  reasoning: bool) -> dict[str, Any]:
+    mode, chosen = _choose(_parse_tools(tools), tool_choice)
+
+    def call(t: _Tool) -> _Format:
+        arguments = {"type": "json_schema", "json_schema": t.parameters, "style": "kimi_k3_xml",
+                     "excludes": [*_K3_MARKERS, "<|sep|>"]}
+        return _tag(f'<|open|>call tool="{t.name}" index="', _seq(_regex("[0-9]+"), _const('"<|sep|>'), arguments),
+                    "<|close|>call<|sep|>")
+
+    # The prompt ends with the first block's opening marker: the output starts in its body.
+    elements = []
+    if reasoning:
+        elements += [{"type": "optional", "content": _const("<|open|>think<|sep|>")},
+                     _tag("", _text(*_K3_MARKERS), "<|close|>think<|sep|>"), _const("<|open|>response<|sep|>")]
+    elements.append(_tag("", _text(*_K3_MARKERS), "<|close|>response<|sep|>"))
+    if mode != "none" and chosen:
+        block = _tag("<|open|>tools<|sep|>",
+                     {"type": "tags_with_separator", "tags": [call(t) for t in chosen], "separator": "",
+                      "at_least_one": True, "stop_after_first": not parallel_tool_calls},
+                     "<|close|>tools<|sep|>")
+        elements.append(block if mode == "required" else {"type": "optional", "content": block})
+    elements.append(_const("<|close|>message<|sep|>"))
+    return {"type": "structural_tag", "format": _seq(*elements)}
+
 
 def _family_spec(family: _Family, tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice,
                  parallel_tool_calls: bool, reasoning: bool) -> dict[str, Any]:
@@ -523,6 +553,7 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "gemma4": lambda *a: _family_spec(_GEMMA4, *a),
     "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
     "cohere": lambda *a: _family_spec(_COHERE, *a),
+    "kimi_k3": _kimi_k3_spec,
     "harmony": _harmony_spec,
 }
 
@@ -828,6 +859,32 @@ def cohere(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto",
     return _grammar("cohere", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
+def kimi_k3(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+            parallel_tool_calls: bool = True, reasoning: bool = False,
+            tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """Kimi-K3's message of blocks, generated after the prompt's opening marker (one line)::
+
+        [THOUGHT<|close|>think<|sep|><|open|>response<|sep|>]TEXT<|close|>response<|sep|>
+        <|open|>tools<|sep|><|open|>call tool="NAME" index="0"<|sep|>
+        <|open|>argument key="P" type="string"<|sep|>VALUE<|close|>argument<|sep|>...
+        <|close|>call<|sep|>...<|close|>tools<|sep|><|close|>message<|sep|>
+
+    Conventions of XGrammar's ``kimi_k3`` builtin structural tag: the chat template's
+    generation prompt ends with ``<|open|>think<|sep|>`` (thinking) or
+    ``<|open|>response<|sep|>``, so the output starts inside that block; the response
+    block comes first, then the tools block, then ``<|close|>message<|sep|>``. With
+    ``"required"`` (or a named tool) the tools block must come, after the response
+    block (which may be empty); ``"none"`` leaves it out. Arguments are in the
+    ``kimi_k3_xml`` style of structural tags (docs/structural_tags.md): the ``type``
+    attribute says how the value is written (``string`` raw text, ``number``,
+    ``boolean``, ``null``, ``object``, ``array`` JSON); no string value or key holds
+    ``<|open|>``, ``<|close|>`` or ``<|sep|>`` (``excludes``), nor does free text hold
+    the first two. A tool whose parameters the style cannot write raises
+    :class:`xgr2.StructuralTagError`.
+    """
+    return _grammar("kimi_k3", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
+
+
 def harmony(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
             parallel_tool_calls: bool = True, reasoning: bool = False,
             tokenizer_info: TokenizerInfo | None = None) -> Grammar:
@@ -850,6 +907,8 @@ for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deeps
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
+kimi_k3.__doc__ = (kimi_k3.__doc__ or "") + _ARGS.format(
+    reasoning="start inside the thinking block (its opening marker optional) and open the response block after it.")
 cohere.__doc__ = (cohere.__doc__ or "") + _ARGS.format(
     reasoning="put ``<|START_THINKING|>`` free text ``<|END_THINKING|>`` first, then any whitespace.")
 del _f
