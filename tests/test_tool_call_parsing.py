@@ -16,13 +16,15 @@ from hypothesis import strategies as st
 
 import xgr2
 from test_json_schema import mutate
-from test_tool_calling import TIME, WEATHER, XML, draw_request, grammar_accepts, render, render_call, xml_meaning
+from test_tool_calling import (TIME, WEATHER, XML, draw_request, grammar_accepts, m3_meaning, render, render_call,
+                               xml_meaning)
 from xgr2.tool_calling import FAMILIES, ToolCall, parse_calls
 
 
 def expected(family: str, calls: list) -> list[tuple]:
     """(name, arguments) as a parser of the family reads them."""
-    return [(name, xml_meaning(args, schema) if family in XML else args) for name, args, schema in calls]
+    return [(name, xml_meaning(args, schema) if family in XML else m3_meaning(args, schema) if family == "minimax_m3"
+             else args) for name, args, schema in calls]
 
 
 def read(family: str, text: str, tools: list = (), reasoning: bool = False) -> list[tuple]:
@@ -44,7 +46,7 @@ def test_rendered_outputs_read_back(family, data):
 
     # Parsing judges nothing: a tool not offered and invalid arguments read as written.
     name, args, schema = calls[0]
-    if family not in XML and family not in ("gemma4", "cohere", "kimi_k3"):  # (their notations: object arguments)
+    if family not in XML and family not in ("gemma4", "cohere", "kimi_k3", "minimax_m3"):  # (object arguments)
         bad = [("not_offered_" + name, mutate(args, rng), schema)] + calls[1:]
         assert read(family, render(family, pre, bad, thought), tools, reasoning) == expected(family, bad)
 

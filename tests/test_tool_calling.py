@@ -116,6 +116,42 @@ def kimi_type(value) -> str:
             list: "array"}[type(value)]
 
 
+M3 = "]<]minimax[>["
+
+
+def m3_body(value, sub) -> str:
+    """A value's element body in MiniMax-M3's notation: objects as their properties'
+    elements (declared first, in order), arrays as `item` elements, strings raw, other
+    scalars as JSON."""
+    sub = sub if isinstance(sub, dict) else {}
+    if isinstance(value, dict):
+        props = sub.get("properties", {})
+        return "".join(f"{M3}<{k}>{m3_body(v, props.get(k))}{M3}</{k}>" for k, v in declared_first(value, props))
+    if isinstance(value, list):
+        return "".join(f"{M3}<item>{m3_body(v, sub.get('items'))}{M3}</item>" for v in value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def m3_meaning(value, sub):
+    """What a reader takes from m3_body's text: a scalar's text is a string where the
+    schema declares a string (or an enum of strings), else JSON where it parses (the notation does not mark
+    strings); an empty body is an empty array or object where the schema declares one."""
+    sub = sub if isinstance(sub, dict) else {}
+    if isinstance(value, dict):
+        return {k: m3_meaning(v, sub.get("properties", {}).get(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [m3_meaning(v, sub.get("items")) for v in value]
+    text = value if isinstance(value, str) else json.dumps(value)
+    if sub.get("type") == "string" or (sub.get("enum") and all(isinstance(e, str) for e in sub["enum"])):
+        return text
+    if text == "" and sub.get("type") in ("array", "object"):
+        return [] if sub["type"] == "array" else {}
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def render_call(family: str, name: str, args, schema, index: int) -> str:
     a = args_json(args, schema)
     props = schema.get("properties", {})
@@ -160,6 +196,8 @@ def render_call(family: str, name: str, args, schema, index: int) -> str:
         props = schema.get("properties", {})
         elements = "".join(cohere_element(v, props.get(k), k) for k, v in declared_first(args, props))
         return f'<cofl:tool_call id="{index}" name="{name}">{elements}</cofl:tool_call>'
+    if family == "minimax_m3":
+        return f'{M3}<invoke name="{name}">{m3_body(args, schema)}{M3}</invoke>\n'
     if family == "kimi_k3":  # XML-escaped keys, values by their type
         props = schema.get("properties", {})
         ps = "".join(f'<|open|>argument key="{xml_attribute(k)}" type="{kimi_type(v)}"<|sep|>'
@@ -178,6 +216,8 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
     head = f"<think>\n{thought}\n</think>\n\n" if thought is not None else ""
     if family == "cohere" and thought is not None:
         head = f"<|START_THINKING|>{thought}<|END_THINKING|>\n"
+    if family == "minimax_m3" and thought is not None:
+        head = f"<mm:think>{thought}</mm:think>\n"
     if family == "kimi_k3":  # the output starts inside the think or response block
         head = f"{thought}<|close|>think<|sep|><|open|>response<|sep|>" if thought is not None else ""
         tools = "<|open|>tools<|sep|>" + "".join(rendered) + "<|close|>tools<|sep|>" if calls else ""
@@ -196,6 +236,8 @@ def render(family: str, text: str, calls: list, thought: str | None) -> str:
         body = "\n<minimax:tool_call>\n" + "".join(rendered) + "</minimax:tool_call>" if calls else ""
     elif family == "cohere":
         body = "<cofl:tool_calls>" + "".join(rendered) + "</cofl:tool_calls>" if calls else ""
+    elif family == "minimax_m3":
+        body = f"{M3}<tool_call>\n" + "".join(rendered) + f"{M3}</tool_call>" if calls else ""
     elif family == "deepseek_v32":
         body = ("\n\n<｜DSML｜function_calls>\n" + "\n".join(rendered) + "\n</｜DSML｜function_calls>") if calls else ""
     else:
@@ -267,7 +309,7 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
             xgr2.Grammar.from_json_schema(t["function"]["parameters"])
         except xgr2.SchemaError:
             assume(False)
-    if family in ("gemma4", "cohere", "kimi_k3"):  # gemma4's keys must be identifiers; some keywords the styles refuse
+    if family in ("gemma4", "cohere", "kimi_k3", "minimax_m3"):  # keywords the styles refuse
         try:
             tool_calling.structural_tag(family, tools)
             tool_calling.gemma4(tools)
@@ -282,7 +324,7 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
     if family in XML:  # raw strings must be text the format can hold
         for _, a, s in calls:
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
-    if family in ("gemma4", "cohere", "kimi_k3"):  # no delimiter in raw text; XML names hold no NUL
+    if family in ("gemma4", "cohere", "kimi_k3", "minimax_m3"):  # no delimiter in raw text; names hold no NUL
         assume(all("<" not in json.dumps(a) and "\\u0000" not in json.dumps(a) for _, a, _ in calls))
     return rng, tools, reasoning, thought, text, calls
 
@@ -334,6 +376,18 @@ def test_rendered_outputs_are_accepted_and_mutations_refused(family, data):
                 assert not got
             elif got:
                 assert is_valid(schema, meaning), meaning
+            continue
+        if family == "minimax_m3":  # element names; string checks not enforced; strings not marked
+            if not isinstance(bad, dict) or "<" in json.dumps(bad) or not all(k.isidentifier() for k in bad):
+                continue
+            # The notation is ambiguous (`{}` and `""` are both an empty body): judge what the
+            # reader reads from the text, where it reads one complete call.
+            text = render(family, pre, [(name, bad, schema)], thought)
+            read = tool_calling.parse_calls(family, text, tools, reasoning=reasoning)
+            if len(read) != 1 or read[0].error is not None:
+                continue
+            got = ok(text)
+            assert got == is_valid(strict(tool_calling._without_string_checks(schema)), read[0].arguments), (bad, got)
             continue
         if family == "gemma4":  # keys are bare identifiers; string checks not enforced
             if not isinstance(bad, dict) or "<" in json.dumps(bad) or not all(k.isidentifier() for k in bad):
@@ -553,7 +607,8 @@ WEATHER_TOOLS = [{"type": "function", "function": {"name": "get_weather", "param
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
 
 
-@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES if f not in ("harmony", "cohere", "kimi_k3")])
+@pytest.mark.parametrize("family", [f for f in tool_calling.FAMILIES
+                                    if f not in ("harmony", "cohere", "kimi_k3", "minimax_m3")])
 def test_reasoning_whose_opening_tag_the_prompt_wrote(family):
     """Templates that end the prompt with "<think>" leave the model "...</think>"; GLM-4.5
     writes "\\n<think>". All three layouts are one reasoning block."""

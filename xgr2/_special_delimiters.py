@@ -11,7 +11,8 @@ that the grammar expects the token by id there (docs/structural_tags.md, "Tokens
 - a piece that is a stop token's text ends the output there (a stop token ends
   generation where the grammar can end), so a tag's end of stop tokens becomes ``""``;
 - ``triggered_tags`` whose triggers are all special tokens become
-  ``token_triggered_tags``: free tokens until a trigger token.
+  ``token_triggered_tags``: free tokens until a trigger token; a text trigger holding a
+  special token's text after some text triggers at that text.
 """
 
 from __future__ import annotations
@@ -79,7 +80,11 @@ class _Rewriter:
         triggers = fmt["triggers"]
         ids = [self.specials.get(t) for t in triggers]
         if any(i is None for i in ids):  # text triggers: tags keep their text begins
-            return {**fmt, "tags": [self.tag(t) for t in fmt["tags"]]}
+            # A trigger holding a special token's text after some text (MiniMax-M3's
+            # `]<]minimax[>[<tool_call>` where `<tool_call>` is a token) triggers at that
+            # text, as its tags' begins now end there (the token goes into their content).
+            cut = [p[0] if (p := self.pieces(t)) and isinstance(p[0], str) else t for t in triggers]
+            return {**fmt, "triggers": cut, "tags": [self.tag(t) for t in fmt["tags"]]}
         tags = []
         for tag in fmt["tags"]:
             trigger = next(t for t in triggers if tag["begin"].startswith(t))

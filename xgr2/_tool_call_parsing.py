@@ -336,6 +336,68 @@ def _cohere(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
     return out
 
 
+# MiniMax-M3: `NS<tool_call>\n` then `NS<invoke name="NAME">ELEMENTS NS</invoke>\n`, each value an
+# element `NS<KEY>BODY NS</KEY>` (NS = `]<]minimax[>[`), an array's items named `item`.
+_M3 = "]<]minimax[>["
+_M3_INVOKE = _rx(re.escape(_M3) + r'<invoke name="([^"]*)">')
+_M3_OPEN = _rx(r"[ \t\r\n]*" + re.escape(_M3) + r"<([^/>][^>]*)>")
+_M3_CLOSE = _rx(r"[ \t\r\n]*" + re.escape(_M3) + r"</[^>]*>")
+
+
+def _m3_schema_type(schema: Any) -> str | None:
+    t = schema.get("type") if isinstance(schema, Mapping) else None
+    return t if isinstance(t, str) else None
+
+
+def _m3_value(text: str, pos: int, schema: Any) -> tuple[Any, int]:
+    """The body at ``text[pos:]`` (up to its closing tag, not taken) and where it ends: a
+    schema's object or array (or, without one, child elements: all ``item`` a list) as
+    elements, a string raw, anything else JSON."""
+    kind = _m3_schema_type(schema)
+    if _M3_OPEN.match(text, pos) and kind != "string":
+        children, at = [], pos
+        while (m := _M3_OPEN.match(text, at)) is not None:
+            name = m[1]
+            sub = (schema.get("items") if name == "item" and kind == "array" else
+                   schema.get("properties", {}).get(name)) if isinstance(schema, Mapping) else None
+            value, at = _m3_value(text, m.end(), sub)
+            end = _M3_CLOSE.match(text, at)
+            if end is None:
+                raise ValueError(f"the element {name!r} has no end")
+            children.append((name, value))
+            at = end.end()
+        as_list = kind == "array" or (kind is None and children and all(n == "item" for n, _ in children))
+        return ([v for _, v in children] if as_list else dict(children)), at
+    end = text.find(_M3, pos)
+    if end < 0:
+        raise ValueError("a value without its end")
+    body = text[pos:end]
+    if kind == "object" and not body.strip():
+        return {}, end
+    if kind == "array" and not body.strip():
+        return [], end
+    return _xml_value(body, schema, "true" if kind == "string" else None), end
+
+
+def _minimax_m3(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
+    start = text.find(_M3 + "<tool_call>")
+    if start < 0:
+        return []
+    out, pos = [], start
+    while (m := _M3_INVOKE.search(text, pos)) is not None:
+        schema = params.get(m[1])
+        try:
+            args, pos = _m3_value(text, m.end(), schema if isinstance(schema, Mapping) else {"type": "object"})
+            if not isinstance(args, dict):
+                raise ValueError("the arguments are not elements")
+            pos, error = _close(text, pos, _M3 + "</invoke>\n", True)
+            out.append(ToolCall(m[1], args, error))
+        except ValueError as e:
+            out.append(ToolCall(m[1], None, f"malformed call: {e}"))
+            pos = m.end()
+    return out
+
+
 # Kimi-K3: `<|open|>tools<|sep|>` then `<|open|>call tool="NAME" index="N"<|sep|>ARGUMENTS<|close|>call<|sep|>`,
 # each argument `<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>` (`string`: raw text).
 _K3_CALL = _rx(r'<\|open\|>call tool="([^"]*)" index="[0-9]*"<\|sep\|>')
@@ -393,6 +455,7 @@ _READERS: dict[str, _Reader] = {
     "gemma4": _gemma4,
     "cohere": _cohere,
     "kimi_k3": _kimi_k3,
+    "minimax_m3": _minimax_m3,
 }
 
 
@@ -403,7 +466,8 @@ def _answer(family: str, text: str, reasoning: bool) -> str:
     if family == "harmony":  # analysis messages are skipped where the calls are read
         return text
     begin, end = {"cohere": ("<|START_THINKING|>", "<|END_THINKING|>"),
-                  "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>")}.get(family, ("<think>", "</think>"))
+                  "kimi_k3": ("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+                  "minimax_m3": ("<mm:think>", "</mm:think>")}.get(family, ("<think>", "</think>"))
     stripped = text.lstrip()
     head, found, rest = stripped.partition(end)
     if not found:  # cut off inside the reasoning, or none written
@@ -428,8 +492,8 @@ def parse_calls(family: str, text: str, tools: Sequence[Mapping[str, Any]] = (),
             ``minimax_m2``) read a parameter declared ``string`` as raw text and any other
             as JSON (without tools: JSON where it parses, else raw text); ``deepseek_v32``
             follows each parameter's ``string`` attribute instead.
-        reasoning: as for the preset: skip the leading ``<think>`` block (Cohere, Kimi-K3:
-            their thinking block; Harmony: the analysis message), whose text may mention
+        reasoning: as for the preset: skip the leading ``<think>`` block (Cohere, Kimi-K3,
+            MiniMax-M3: their thinking block; Harmony: the analysis message), whose text may mention
             calls that are not made.
 
     Returns:

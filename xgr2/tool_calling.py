@@ -75,6 +75,7 @@ __all__ = [
     "llama3_function_tag",
     "llama3_json",
     "minimax_m2",
+    "minimax_m3",
     "mistral",
     "parse_calls",
     "qwen3_coder",
@@ -315,15 +316,17 @@ class _Family:
     # template always writes before it: free text may not hold the marker otherwise.
     marker: str | None = None
     think: _Format = field(default_factory=lambda: _THINK)  # the reasoning block that `reasoning=True` puts first
+    excludes: tuple[str, ...] = ()  # other strings free text may not hold (stray call markers)
 
 
 def _answer(family: _Family, mode: str, tools: list[_Tool], parallel: bool) -> _Format:
     if mode == "none":
-        return _text(family.marker or family.trigger)
+        return _text(family.marker or family.trigger, *family.excludes)
     calls = [family.call(t) for t in tools]
     # A free-text occurrence of the marker ends where the trigger ends; the longer
     # string (the trigger) wins there, so only a marker without its whitespace is refused.
-    excludes = {"excludes": [family.marker]} if family.marker else {}
+    listed = ([family.marker] if family.marker else []) + list(family.excludes)
+    excludes = {"excludes": listed} if listed else {}
     if family.section is None:
         return {"type": "triggered_tags", "triggers": [family.trigger], "tags": calls,
                 "at_least_one": mode == "required", "stop_after_first": not parallel, **excludes}
@@ -449,6 +452,19 @@ _KIMI_K2 = _Family(
     trigger="<|tool_calls_section_begin|>",
     section=lambda calls: _tag("<|tool_calls_section_begin|>", calls, "<|tool_calls_section_end|>"))
 
+# MiniMax-M3: every tag behind the namespace marker; arguments in the minimax_m3_xml style.
+_M3 = "]<]minimax[>["
+_MINIMAX_M3 = _Family(
+    call=lambda t: _tag(f'{_M3}<invoke name="{t.name}">',
+                        {"type": "json_schema", "json_schema": _without_string_checks(t.parameters),
+                         "style": "minimax_m3_xml"},
+                        f"{_M3}</invoke>\n"),
+    trigger=f"{_M3}<tool_call>",
+    section=lambda calls: _tag(f"{_M3}<tool_call>\n", calls, f"{_M3}</tool_call>"),
+    think=_seq({"type": "optional", "content": _const("<mm:think>")}, _tag("", _text(), "</mm:think>"),
+               _regex(r"[ \t\r\n]*")),
+    excludes=("<mm:think>", "</mm:think>", f"{_M3}</tool_call>", f"{_M3}<invoke", f"{_M3}</invoke>"))
+
 # Cohere Command: reasoning between <|START_THINKING|> and <|END_THINKING|> (the opening
 # one may end the prompt), then any whitespace.
 _COHERE_THINK = _seq({"type": "optional", "content": _const("<|START_THINKING|>")},
@@ -552,6 +568,7 @@ _SPECS: dict[str, Callable[[Sequence[Mapping[str, Any]], ToolChoice, bool, bool]
     "glm47": lambda *a: _family_spec(_GLM47, *a),
     "gemma4": lambda *a: _family_spec(_GEMMA4, *a),
     "minimax_m2": lambda *a: _family_spec(_MINIMAX_M2, *a),
+    "minimax_m3": lambda *a: _family_spec(_MINIMAX_M3, *a),
     "cohere": lambda *a: _family_spec(_COHERE, *a),
     "kimi_k3": _kimi_k3_spec,
     "harmony": _harmony_spec,
@@ -836,6 +853,27 @@ def minimax_m2(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "au
     return _grammar("minimax_m2", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
 
 
+def minimax_m3(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
+               parallel_tool_calls: bool = True, reasoning: bool = False,
+               tokenizer_info: TokenizerInfo | None = None) -> Grammar:
+    """MiniMax-M3's namespaced XML calls (``NS`` = ``]<]minimax[>[``): free text, then
+    possibly one block that ends the output::
+
+        TEXTNS<tool_call>
+        NS<invoke name="NAME">NS<P>VALUENS</P>...NS</invoke>
+        NS</tool_call>
+
+    Conventions of XGrammar's ``minimax_m3`` builtin structural tag: one ``<invoke>``
+    per call, each followed by a newline; arguments in the ``minimax_m3_xml`` style of
+    structural tags (docs/structural_tags.md): every value an element named after its
+    property (an array's items ``item``), strings raw, other scalars JSON text. A
+    string's ``pattern``, ``format`` and lengths are not checked (raw text runs to the
+    marker), as in :func:`gemma4`. Free text holds neither ``<mm:think>`` /
+    ``</mm:think>`` nor a stray ``NS</tool_call>``, ``NS<invoke`` or ``NS</invoke>``.
+    """
+    return _grammar("minimax_m3", tools, tool_choice, parallel_tool_calls, reasoning, tokenizer_info)
+
+
 def cohere(tools: Sequence[Mapping[str, Any]], tool_choice: ToolChoice = "auto", *,
            parallel_tool_calls: bool = True, reasoning: bool = False,
            tokenizer_info: TokenizerInfo | None = None) -> Grammar:
@@ -907,6 +945,9 @@ for _f in (llama3_json, llama3_function_tag, hermes, qwen3_coder, mistral, deeps
     _f.__doc__ = (_f.__doc__ or "") + _ARGS.format(reasoning=_THINK_DOC)
 harmony.__doc__ = (harmony.__doc__ or "") + _ARGS.format(
     reasoning="put the ``analysis`` channel's message first.")
+minimax_m3.__doc__ = (minimax_m3.__doc__ or "") + _ARGS.format(
+    reasoning="put ``<mm:think>`` free text ``</mm:think>`` first (the opening tag may have ended the prompt), "
+    "then any whitespace.")
 kimi_k3.__doc__ = (kimi_k3.__doc__ or "") + _ARGS.format(
     reasoning="start inside the thinking block (its opening marker optional) and open the response block after it.")
 cohere.__doc__ = (cohere.__doc__ or "") + _ARGS.format(
