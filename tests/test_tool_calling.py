@@ -137,11 +137,13 @@ def m3_meaning(value, sub):
     schema declares a string (or an enum of strings), else JSON where it parses (the notation does not mark
     strings); an empty body is an empty array or object where the schema declares one."""
     sub = sub if isinstance(sub, dict) else {}
-    if isinstance(value, dict):
+    if isinstance(value, dict) and value:
+        if sub.get("type") is None and all(k == "item" for k in value):  # read as an array's items
+            return [m3_meaning(value["item"], sub.get("items"))]
         return {k: m3_meaning(v, sub.get("properties", {}).get(k)) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list) and value:
         return [m3_meaning(v, sub.get("items")) for v in value]
-    text = value if isinstance(value, str) else json.dumps(value)
+    text = value if isinstance(value, str) else "" if isinstance(value, (dict, list)) else json.dumps(value)
     if sub.get("type") == "string" or (sub.get("enum") and all(isinstance(e, str) for e in sub["enum"])):
         return text
     if text == "" and sub.get("type") in ("array", "object"):

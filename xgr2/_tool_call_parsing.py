@@ -361,11 +361,11 @@ def _m3_value(text: str, pos: int, schema: Any) -> tuple[Any, int]:
             sub = (schema.get("items") if name == "item" and kind == "array" else
                    schema.get("properties", {}).get(name)) if isinstance(schema, Mapping) else None
             value, at = _m3_value(text, m.end(), sub)
-            end = _M3_CLOSE.match(text, at)
-            if end is None:
+            close = _M3_CLOSE.match(text, at)
+            if close is None:
                 raise ValueError(f"the element {name!r} has no end")
             children.append((name, value))
-            at = end.end()
+            at = close.end()
         as_list = kind == "array" or (kind is None and children and all(n == "item" for n, _ in children))
         return ([v for _, v in children] if as_list else dict(children)), at
     end = text.find(_M3, pos)
