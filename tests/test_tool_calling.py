@@ -132,6 +132,14 @@ def m3_body(value, sub) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def m3_names_ok(value) -> bool:
+    """Whether every key is an element name MiniMax-M3's style can write (not blank, not
+    starting with `/`, no `>`)."""
+    if isinstance(value, dict):
+        return all(k.strip() and not k.startswith("/") and ">" not in k and m3_names_ok(v) for k, v in value.items())
+    return all(m3_names_ok(v) for v in value) if isinstance(value, list) else True
+
+
 def m3_meaning(value, sub):
     """What a reader takes from m3_body's text: a scalar's text is a string where the
     schema declares a string (or an enum of strings), else JSON where it parses (the notation does not mark
@@ -328,6 +336,8 @@ def draw_request(family: str, data) -> tuple[random.Random, list, bool, str | No
             assume(all("<" not in xml_value(v, s["properties"].get(k)) for k, v in a.items()))
     if family in ("gemma4", "cohere", "kimi_k3", "minimax_m3"):  # no delimiter in raw text; names hold no NUL
         assume(all("<" not in json.dumps(a) and "\\u0000" not in json.dumps(a) for _, a, _ in calls))
+    if family == "minimax_m3":  # free-form objects' keys must be element names
+        assume(all(m3_names_ok(a) for _, a, _ in calls))
     return rng, tools, reasoning, thought, text, calls
 
 
