@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import xgr2
 from parsing import accepts
 from test_json_schema import bfcl_to_standard, dump, hypothesis_jsonschema, is_valid, mutate, narrower, property_order
+from test_structural_tag_xml import kimi_type
 from xgr2 import tool_calling
 
 BYTES = xgr2.TokenizerInfo([bytes([b]) for b in range(256)] + [b"<eos>"], stop_token_ids=[256])
@@ -106,14 +107,6 @@ def cohere_element(value, sub, name: str | None = None) -> str:
     else:
         kind, body = "json", json.dumps(value)
     return f'{head} type="{kind}">{body}</cofl:value>'
-
-
-def kimi_type(value) -> str:
-    """Kimi-K3's type attribute: how the value is written ("string" raw text, others JSON)."""
-    if isinstance(value, bool):
-        return "boolean"
-    return {str: "string", int: "number", float: "number", type(None): "null", dict: "object",
-            list: "array"}[type(value)]
 
 
 M3 = "]<]minimax[>["

@@ -290,6 +290,13 @@ _COHERE_CLOSE = "</cofl:value>"
 _ENTITIES = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&amp;", "&"))  # &amp; last
 
 
+def _xml_unescape(text: str) -> str:
+    """An XML attribute value as the XML styles write names (four entities)."""
+    for entity, char in _ENTITIES:
+        text = text.replace(entity, char)
+    return text
+
+
 def _cohere_elements(text: str, pos: int, named: bool) -> tuple[Any, int]:
     """The elements at ``text[pos:]``, as a dict (``named``) or a list, and the position
     after them (before whatever closes them); raises ValueError where one is malformed."""
@@ -298,7 +305,8 @@ def _cohere_elements(text: str, pos: int, named: bool) -> tuple[Any, int]:
         kind, pos = m["type"], m.end()
         if kind in ("dict", "list"):
             value, pos = _cohere_elements(text, pos, kind == "dict")
-            pos = len(text) - len(text[pos:].lstrip(" \t\r\n"))
+            while pos < len(text) and text[pos] in " \t\r\n":
+                pos += 1
             if not text.startswith(_COHERE_CLOSE, pos):
                 raise ValueError(f"a {kind} element without its end")
         else:
@@ -312,9 +320,7 @@ def _cohere_elements(text: str, pos: int, named: bool) -> tuple[Any, int]:
             name = m["name"]
             if name is None:
                 raise ValueError("an argument without a name")
-            for entity, char in _ENTITIES:
-                name = name.replace(entity, char)
-            out[name] = value
+            out[_xml_unescape(name)] = value
         else:
             out.append(value)
     return out, pos
@@ -413,10 +419,7 @@ def _kimi_k3(text: str, params: Mapping[str, Any]) -> list[ToolCall]:
     while (m := _K3_CALL.search(text, pos)) is not None:
         args, pos = {}, m.end()
         while (a := _K3_ARGUMENT.match(text, pos)) is not None:
-            key = a["key"]
-            for entity, char in _ENTITIES:
-                key = key.replace(entity, char)
-            args[key] = _xml_value(a["value"], None, "true" if a["type"] == "string" else "false")
+            args[_xml_unescape(a["key"])] = _xml_value(a["value"], None, "true" if a["type"] == "string" else "false")
             pos = a.end()
         pos, error = _close(text, pos, "<|close|>call<|sep|>", True)
         out.append(ToolCall(m[1], args, error))

@@ -452,6 +452,13 @@ _KIMI_K2 = _Family(
     trigger="<|tool_calls_section_begin|>",
     section=lambda calls: _tag("<|tool_calls_section_begin|>", calls, "<|tool_calls_section_end|>"))
 
+
+def _reasoning(begin: str, end: str) -> _Format:
+    """Free text between `begin` (optional: the prompt may end with it) and `end`, then
+    any whitespace: the reasoning block of a family with its own delimiters."""
+    return _seq({"type": "optional", "content": _const(begin)}, _tag("", _text(), end), _regex(r"[ \t\r\n]*"))
+
+
 # MiniMax-M3: every tag behind the namespace marker; arguments in the minimax_m3_xml style.
 _M3 = "]<]minimax[>["
 _MINIMAX_M3 = _Family(
@@ -461,14 +468,9 @@ _MINIMAX_M3 = _Family(
                         f"{_M3}</invoke>\n"),
     trigger=f"{_M3}<tool_call>",
     section=lambda calls: _tag(f"{_M3}<tool_call>\n", calls, f"{_M3}</tool_call>"),
-    think=_seq({"type": "optional", "content": _const("<mm:think>")}, _tag("", _text(), "</mm:think>"),
-               _regex(r"[ \t\r\n]*")),
+    think=_reasoning("<mm:think>", "</mm:think>"),
     excludes=("<mm:think>", "</mm:think>", f"{_M3}</tool_call>", f"{_M3}<invoke", f"{_M3}</invoke>"))
 
-# Cohere Command: reasoning between <|START_THINKING|> and <|END_THINKING|> (the opening
-# one may end the prompt), then any whitespace.
-_COHERE_THINK = _seq({"type": "optional", "content": _const("<|START_THINKING|>")},
-                     _tag("", _text(), "<|END_THINKING|>"), _regex(r"[ \t\r\n]*"))
 
 _COHERE = _Family(
     call=lambda t: _tag('<cofl:tool_call id="',
@@ -477,7 +479,7 @@ _COHERE = _Family(
                         "</cofl:tool_call>"),
     trigger="<cofl:tool_calls>",
     section=lambda calls: _tag("<cofl:tool_calls>", calls, "</cofl:tool_calls>"),
-    think=_COHERE_THINK)
+    think=_reasoning("<|START_THINKING|>", "<|END_THINKING|>"))
 
 # Kimi-K3's blocks: `<|open|>NAME<|sep|>` ... `<|close|>NAME<|sep|>`, back to back.
 _K3_MARKERS = ("<|open|>", "<|close|>")

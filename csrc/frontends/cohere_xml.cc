@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "frontends/raw_string.h"
-#include "frontends/schema_refs.h"
 #include "frontends/xml_element_writer.h"
+#include "frontends/xml_parameters.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -13,17 +13,6 @@ namespace {
 
 constexpr const char* kOpen = "<cofl:value";
 constexpr const char* kClose = "</cofl:value>";
-
-// The XML entities of a name's characters that an attribute value cannot hold as such.
-const char* Entity(uint32_t c) {
-  switch (c) {
-    case '&': return "&amp;";
-    case '<': return "&lt;";
-    case '>': return "&gt;";
-    case '"': return "&quot;";
-    default: return nullptr;
-  }
-}
 
 class CohereWriter : public XmlElementWriter {
  public:
@@ -82,18 +71,13 @@ class CohereWriter : public XmlElementWriter {
   }
 
   int32_t NamedElement(const std::string& name, int32_t value, const std::string& path) override {
-    std::string escaped;
     for (size_t pos = 0; pos < name.size();) {
-      int32_t c = DecodeUtf8(name, &pos);
-      if (c <= 0) Fail("cannot write the name \"" + name + "\" (it must be UTF-8 without NUL)", path);
-      const char* entity = Entity(static_cast<uint32_t>(c));
-      if (entity) {
-        escaped += entity;
-      } else {
-        AppendUtf8(static_cast<uint32_t>(c), &escaped);
+      if (DecodeUtf8(name, &pos) <= 0) {
+        Fail("cannot write the name \"" + name + "\" (it must be UTF-8 without NUL)", path);
       }
     }
-    return b_->Seq({b_->Bytes(std::string(kOpen) + " name=\"" + escaped + "\""), value, b_->Bytes(kClose)});
+    std::string open = std::string(kOpen) + " name=\"" + XmlAttributeText(name) + "\"";
+    return b_->Seq({b_->Bytes(open), value, b_->Bytes(kClose)});
   }
 
   int32_t ItemElement(int32_t value, const std::string&) override {
@@ -110,7 +94,7 @@ class CohereWriter : public XmlElementWriter {
         for (uint32_t special : {'"', '&', '<', '>'}) {
           if (special < lo || special > r.hi) continue;
           if (lo < special) plain.push_back({lo, special - 1});
-          alts.push_back(b_->Bytes(Entity(special)));
+          alts.push_back(b_->Bytes(XmlAttributeEntity(special)));
           lo = special + 1;
         }
         if (lo <= r.hi) plain.push_back({lo, r.hi});
@@ -137,12 +121,7 @@ class CohereWriter : public XmlElementWriter {
 int32_t CohereParameters(IrBuilder* b, const JsonValue& schema, int max_whitespace, bool any_order,
                          const std::string& path,
                          const std::function<int32_t(const JsonValue&, const std::string&)>& scalar) {
-  JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
-  try {
-    ReadAsDeclaredDraft(&read);
-  } catch (const SchemaError& e) {
-    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
-  }
+  JsonValue read = SchemaAsDeclared(schema, path);
   CohereWriter* writer = nullptr;  // scalars are wrapped as the writer's JSON values
   const std::function<int32_t(const JsonValue&, const std::string&)> json =
       [&](const JsonValue& sub, const std::string& sub_path) { return writer->Json(scalar(sub, sub_path)); };

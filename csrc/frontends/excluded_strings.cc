@@ -1,6 +1,7 @@
 #include "frontends/excluded_strings.h"
 
 #include <cstdio>
+#include <vector>
 
 #include "support/utf8.h"
 
@@ -56,15 +57,22 @@ std::string Spellings(uint32_t c) {
   return "(?:" + alts + ")";
 }
 
-std::string LiteralPattern(const std::string& utf8) {
-  std::string out;
+// The code points of `utf8`, an invalid byte as U+FFFD (as JsonText::StringLiteral reads it).
+std::vector<uint32_t> CodePoints(const std::string& utf8) {
+  std::vector<uint32_t> out;
   size_t p = 0;
   while (p < utf8.size()) {
     size_t start = p;
     int32_t cp = DecodeUtf8(utf8, &p);
-    if (cp < 0) cp = 0xFFFD, p = start + 1;  // as JsonText::StringLiteral reads it
-    out += Spellings(static_cast<uint32_t>(cp));
+    if (cp < 0) cp = 0xFFFD, p = start + 1;
+    out.push_back(static_cast<uint32_t>(cp));
   }
+  return out;
+}
+
+std::string LiteralPattern(const std::string& utf8) {
+  std::string out;
+  for (uint32_t c : CodePoints(utf8)) out += Spellings(c);
   return out;
 }
 
@@ -72,13 +80,7 @@ CharDfa Without(const std::vector<std::string>& excludes) {
   std::string any;
   for (const std::string& e : excludes) {
     std::string atoms;
-    size_t p = 0;
-    while (p < e.size()) {
-      size_t start = p;
-      int32_t cp = DecodeUtf8(e, &p);
-      if (cp < 0) cp = 0xFFFD, p = start + 1;
-      atoms += Atom(static_cast<uint32_t>(cp));
-    }
+    for (uint32_t c : CodePoints(e)) atoms += Atom(c);
     any += (any.empty() ? "" : "|") + atoms;
   }
   if (any.empty()) return CharDfa::LengthBetween(0, -1);

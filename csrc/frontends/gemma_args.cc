@@ -250,12 +250,7 @@ class GemmaWriter : public SchemaValueWriter {
 
 int32_t GemmaArguments(IrBuilder* b, const JsonValue& schema, const std::string& path,
                        const std::function<int32_t(const JsonValue&, const std::string&)>& scalar) {
-  JsonValue read = schema;
-  try {
-    ReadAsDeclaredDraft(&read);
-  } catch (const SchemaError& e) {
-    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
-  }
+  JsonValue read = SchemaAsDeclared(schema, path);
   return GemmaWriter(b, read, scalar).Root(read, path);
 }
 

@@ -233,7 +233,7 @@ class SchemaCompiler {
   // A keyword we cannot express exactly: an error, or (warn / ignore) widen by skipping it.
   void Unsupported(const std::string& msg, const std::string& ptr) {
     if (opt_.unsupported == UnsupportedPolicy::kError) {
-      Fail(msg + " (pass unsupported=\"warn\" or \"ignore\" to widen the grammar instead)", ptr);
+      throw SchemaError(msg, ptr, " (pass unsupported=\"warn\" or \"ignore\" to widen the grammar instead)");
     }
     warnings_.push_back(msg + " at " + (ptr.empty() ? "/" : ptr) + ": ignored, the grammar is wider than the schema");
   }

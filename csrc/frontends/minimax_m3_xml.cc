@@ -124,12 +124,7 @@ class M3Writer : public XmlElementWriter {
 int32_t MinimaxM3Parameters(IrBuilder* b, const JsonValue& schema, int max_whitespace, bool any_order,
                             const std::string& path,
                             const std::function<int32_t(const JsonValue&, const std::string&)>& scalar) {
-  JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
-  try {
-    ReadAsDeclaredDraft(&read);
-  } catch (const SchemaError& e) {
-    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
-  }
+  JsonValue read = SchemaAsDeclared(schema, path);
   return M3Writer(b, read, max_whitespace, any_order, scalar).Root(read, path);
 }
 

@@ -11,18 +11,19 @@ namespace {
 constexpr size_t kMaxEntries = 4096;
 constexpr size_t kMaxKeyBytes = 32 << 20;  // schema texts kept as keys
 
-std::string ExcludesKey(const JsonSchemaOptions& o) {
-  std::string key;
-  for (const std::string& e : o.excludes) key += "," + std::to_string(e.size()) + ":" + e;
-  return key;
-}
+}  // namespace
 
 std::string OptionsKey(const JsonSchemaOptions& o) {
-  return std::to_string(o.any_whitespace) + "," + std::to_string(o.indent) + "," + std::to_string(o.has_separators) +
-         "," + std::to_string(o.item_separator.size()) + ":" + o.item_separator + "," +
-         std::to_string(o.key_separator.size()) + ":" + o.key_separator + "," + std::to_string(o.strict) + "," +
-         std::to_string(static_cast<int>(o.unsupported)) + "," + std::to_string(o.max_whitespace) + "," + std::to_string(o.any_order) + ExcludesKey(o) + "|";
+  std::string key = std::to_string(o.any_whitespace) + "," + std::to_string(o.indent) + "," +
+                    std::to_string(o.has_separators) + "," + std::to_string(o.item_separator.size()) + ":" +
+                    o.item_separator + "," + std::to_string(o.key_separator.size()) + ":" + o.key_separator + "," +
+                    std::to_string(o.strict) + "," + std::to_string(static_cast<int>(o.unsupported)) + "," +
+                    std::to_string(o.max_whitespace) + "," + std::to_string(o.any_order);
+  for (const std::string& e : o.excludes) key += "," + std::to_string(e.size()) + ":" + e;
+  return key + "|";
 }
+
+namespace {
 
 class SchemaCache {
  public:

@@ -13,6 +13,9 @@ namespace xgr2 {
 // are not cached (they throw again).
 JsonSchemaGrammar CachedJsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options);
 
+// The options as a key prefix (every field, length-prefixed where free text).
+std::string OptionsKey(const JsonSchemaOptions& options);
+
 // Empties the cache.
 void ClearJsonSchemaCache();
 

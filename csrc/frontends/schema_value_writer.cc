@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "frontends/json_formats.h"
+#include "frontends/schema_refs.h"
 #include "xgr2/errors.h"
 
 namespace xgr2 {
@@ -16,6 +17,16 @@ JsonValue JsonStringValue(const std::string& text) {
   v.kind = JsonValue::Kind::kString;
   v.text = text;
   return v;
+}
+
+JsonValue SchemaAsDeclared(const JsonValue& schema, const std::string& path) {
+  JsonValue read = schema;
+  try {
+    ReadAsDeclaredDraft(&read);
+  } catch (const SchemaError& e) {
+    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
+  }
+  return read;
 }
 
 JsonValue JsonEmptyObject() {

@@ -19,6 +19,9 @@ std::string PointerAt(const std::string& path, const std::string& key);
 // A JSON string / an empty JSON object.
 JsonValue JsonStringValue(const std::string& text);
 JsonValue JsonEmptyObject();
+// `schema` read as its declared draft (keywords beside a Draft 4-7 $ref do not count); a
+// StructuralTagError at `path` where it cannot be.
+JsonValue SchemaAsDeclared(const JsonValue& schema, const std::string& path);
 // Whether `key` only annotates (title, description, $defs, ...).
 bool IsAnnotationKeyword(const std::string& key);
 // Whether `keyword` (or nothing, when null) is the schema's only keyword besides annotations.

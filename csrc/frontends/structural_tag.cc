@@ -348,23 +348,18 @@ class Converter {
                  const std::vector<std::string>& excludes = {}) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
-    std::string key = std::to_string(max_whitespace) + (any_order ? " any " : " ");
-    for (const std::string& e : excludes) key += std::to_string(e.size()) + ":" + e + " ";
-    key += text;
-    auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
-    if (it != schemas_.end()) return b_.Ref(it->second);
     JsonSchemaOptions options;
     options.max_whitespace = max_whitespace;
     options.any_order = any_order;
     options.excludes = excludes;
+    std::string key = OptionsKey(options) + text;
+    auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
+    if (it != schemas_.end()) return b_.Ref(it->second);
     JsonSchemaGrammar g;
     try {
       g = CachedJsonSchemaToGrammar(text, options);
     } catch (const SchemaError& e) {
-      std::string what = e.what();  // a structural tag has no `unsupported` to pass
-      const std::string hint = " (pass unsupported=\"warn\" or \"ignore\" to widen the grammar instead)";
-      if (size_t at = what.find(hint); at != std::string::npos) what.erase(at, hint.size());
-      Fail("invalid JSON Schema: " + what, schema_path + e.pointer);
+      Fail("invalid JSON Schema: " + e.message, schema_path + e.pointer);  // no `unsupported` to pass here
     }
     int32_t rule = ImportGrammar(&b_, *g.grammar, "schema" + std::to_string(schemas_.size()) + "_");
     schemas_[key] = rule;

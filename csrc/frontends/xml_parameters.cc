@@ -10,6 +10,7 @@
 #include "frontends/regex.h"
 #include "frontends/regex_dfa.h"
 #include "frontends/schema_refs.h"
+#include "frontends/schema_value_writer.h"
 #include "grammar/tag_dispatch.h"
 #include "xgr2/errors.h"
 
@@ -52,21 +53,6 @@ std::string KimiTypeOfValue(const JsonValue& v) {
     case JsonValue::Kind::kArray: return "array";
     default: return "number";
   }
-}
-
-// `text` inside a double-quoted XML attribute, as Kimi-K3's parser unescapes it.
-std::string XmlAttributeText(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 const XmlStyle* FindStyle(const std::string& name) {
@@ -500,6 +486,25 @@ class XmlWriter {
 
 }  // namespace
 
+const char* XmlAttributeEntity(uint32_t c) {
+  switch (c) {
+    case '&': return "&amp;";
+    case '"': return "&quot;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    default: return nullptr;
+  }
+}
+
+std::string XmlAttributeText(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const char* entity = XmlAttributeEntity(static_cast<uint8_t>(c));
+    out += entity ? entity : std::string(1, c);
+  }
+  return out;
+}
+
 bool IsXmlStyle(const std::string& style) {
   return FindStyle(style) != nullptr || style == "minimax_m3_xml" || style == "cohere_xml" ||
          style == "gemma";  // the last three: own writers
@@ -511,12 +516,7 @@ int32_t XmlParameters(IrBuilder* b, const JsonValue& schema, const std::string& 
                       const ExcludedStrings* excludes) {
   const XmlStyle* s = FindStyle(style);
   if (!s) throw StructuralTagError("unknown style \"" + style + "\"", path);
-  JsonValue read = schema;  // read as its declared draft (keywords beside a Draft 4-7 $ref do not count)
-  try {
-    ReadAsDeclaredDraft(&read);
-  } catch (const SchemaError& e) {
-    throw StructuralTagError(std::string("invalid JSON Schema: ") + e.what(), path + e.pointer);
-  }
+  JsonValue read = SchemaAsDeclared(schema, path);
   return XmlWriter(b, *s, max_whitespace, json_value, excludes).Object(read, path, any_order);
 }
 

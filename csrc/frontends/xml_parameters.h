@@ -17,6 +17,11 @@
 
 namespace xgr2 {
 
+// The entity a double-quoted XML attribute writes for `c` (`&`, `"`, `<`, `>`), or
+// nullptr; `text` with those written so (as Kimi-K3's and Cohere's parsers unescape them).
+const char* XmlAttributeEntity(uint32_t c);
+std::string XmlAttributeText(const std::string& text);
+
 // Whether `style` names an XML style (and not "json").
 bool IsXmlStyle(const std::string& style);
 

@@ -34,8 +34,12 @@ class RegexError : public std::runtime_error {
 // not support). `pointer` is the JSON pointer (RFC 6901) of the offending keyword.
 class SchemaError : public std::runtime_error {
  public:
-  SchemaError(const std::string& msg, std::string pointer) : std::runtime_error(msg), pointer(std::move(pointer)) {}
+  // `hint`: advice appended to what() (how to widen instead), which a caller that cannot
+  // follow it (a structural tag has no `unsupported` option) leaves out: `message`.
+  SchemaError(const std::string& msg, std::string pointer, const std::string& hint = "")
+      : std::runtime_error(msg + hint), pointer(std::move(pointer)), message(msg) {}
   std::string pointer;
+  std::string message;  // what() without the hint
 };
 
 // A malformed or unsupported structural tag. `path` is the JSON pointer (RFC 6901) of
