@@ -213,6 +213,18 @@ def test_recursive_definitions_and_literals():
                        '<cofl:value type="json">1</cofl:value></cofl:value></cofl:value>')
 
 
+@pytest.mark.parametrize("spaces", [0, 1, 2, 3, 4])
+def test_a_json_values_whitespace_is_one_bounded_run_on_each_side(spaces):
+    """The style's whitespace around a json-typed value is the only whitespace there:
+    the value's JSON text brings none of its own around it (two runs in a row allowed
+    twice max_whitespace_cnt)."""
+    grammar = grammar_of({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+                         max_whitespace_cnt=2)
+    pad = " " * spaces
+    assert accepts(grammar, f'<cofl:value name="n" type="json">{pad}7</cofl:value>') == (spaces <= 2)
+    assert accepts(grammar, f'<cofl:value name="n" type="json">7{pad}</cofl:value>') == (spaces <= 2)
+
+
 @pytest.mark.parametrize("schema, pointer", [
     ({"type": "object", "properties": {"s": {"type": "string", "not": {"const": "x"}}}}, "/properties/s/not"),
     ({"type": "array"}, "/type"),

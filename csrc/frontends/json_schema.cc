@@ -171,7 +171,7 @@ class SchemaCompiler {
   int32_t CompileRoot() {
     int32_t root = b_.NewRule("root");
     int32_t body = Schema(root_, "", 0);
-    b_.SetBody(root, b_.Seq({text_.DocumentSpace(), body, text_.DocumentSpace()}));
+    b_.SetBody(root, opt_.document_space ? b_.Seq({text_.DocumentSpace(), body, text_.DocumentSpace()}) : body);
     return root;
   }
 

@@ -38,6 +38,11 @@ struct JsonSchemaOptions {
 
   static constexpr int kMaxWhitespace = 20;
   int max_whitespace = kMaxWhitespace;  // the bound on each run of any_whitespace
+  // Whitespace before and after the whole document (any_whitespace). Off where the
+  // document is a value inside other text that bounds its own whitespace around it
+  // (structural tags' cohere_xml values): two bounded runs in a row would allow twice
+  // the bound.
+  bool document_space = true;
 };
 
 struct JsonSchemaGrammar {

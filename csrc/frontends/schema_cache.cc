@@ -18,7 +18,8 @@ std::string OptionsKey(const JsonSchemaOptions& o) {
                     std::to_string(o.has_separators) + "," + std::to_string(o.item_separator.size()) + ":" +
                     o.item_separator + "," + std::to_string(o.key_separator.size()) + ":" + o.key_separator + "," +
                     std::to_string(o.strict) + "," + std::to_string(static_cast<int>(o.unsupported)) + "," +
-                    std::to_string(o.max_whitespace) + "," + std::to_string(o.any_order);
+                    std::to_string(o.max_whitespace) + "," + std::to_string(o.any_order) + "," +
+                    std::to_string(o.document_space);
   for (const std::string& e : o.excludes) key += "," + std::to_string(e.size()) + ":" + e;
   return key + "|";
 }

@@ -345,13 +345,14 @@ class Converter {
 
   int32_t Schema(const JsonValue& schema, const std::string& schema_path,
                  int max_whitespace = JsonSchemaOptions::kMaxWhitespace, bool any_order = false,
-                 const std::vector<std::string>& excludes = {}) {
+                 const std::vector<std::string>& excludes = {}, bool document_space = true) {
     if (!schema.IsObject() && !schema.IsBool()) Fail("a JSON Schema must be an object or a boolean", schema_path);
     std::string text = DumpJson(schema);
     JsonSchemaOptions options;
     options.max_whitespace = max_whitespace;
     options.any_order = any_order;
     options.excludes = excludes;
+    options.document_space = document_space;
     std::string key = OptionsKey(options) + text;
     auto it = schemas_.find(key);  // the same schema twice (tools sharing arguments): one rule
     if (it != schemas_.end()) return b_.Ref(it->second);
@@ -394,10 +395,10 @@ class Converter {
         return Schema(sub, sub_path, 0, false);
       });
     }
-    if (style == "cohere_xml") {
+    if (style == "cohere_xml") {  // JSON values inside the style's own bounded whitespace
       return CohereParameters(&b_, schema, max_whitespace, any_order, schema_path,
                               [&](const JsonValue& sub, const std::string& sub_path) {
-                                return Schema(sub, sub_path, max_whitespace, any_order);
+                                return Schema(sub, sub_path, max_whitespace, any_order, {}, false);
                               });
     }
     if (style == "minimax_m3_xml") {  // scalars as bare JSON text: no whitespace inside an element
