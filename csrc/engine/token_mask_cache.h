@@ -85,12 +85,21 @@ class TokenMaskCache {
   int64_t MemoryBytes() const;
 
  private:
+  // What a fill does about a classification, context or walk result this grammar lacks.
+  enum class Missing {
+    kCompute,  // find it in the pool, or compute it
+    kFind,     // find it in the pool, else give up
+    // As kFind, but a node no direct walk has visited yet in this grammar is not looked
+    // up by reach key (SharedByReach's probe, ~1 µs), only by grammar and structure id.
+    kFindCheaply,
+  };
+
   // The node's classification: found in the pool by the structure around it, or
   // walked, partly taken from a sibling's (SiblingSteps) where this grammar has it.
   // Without `compute`, only found (null when not).
   std::shared_ptr<const InnerMask> Classify(int32_t node, bool compute) const;
-  // Get, or without `compute` only what is cached (null when nothing is).
-  const NodeMask* Lookup(int32_t node, bool compute, bool all_contexts) const;
+  // Get, or short of Missing::kCompute only what is cached (null when nothing is).
+  const NodeMask* Lookup(int32_t node, Missing missing, bool all_contexts) const;
 
   // The node's crossing tokens that go on where the callers waiting in `origin`
   // continue, certain or uncertain (ContextTokens), computed once per (node,
@@ -99,12 +108,12 @@ class TokenMaskCache {
   const ContextTokens* FindContext(const NodeMask& mask, int32_t node, const EarleySet& origin, bool compute) const;
 
   // ORs the text tokens allowed from `set` into `words` from the node masks, computing
-  // what is missing; with `lookup_only`, computes nothing and returns false (`words`
-  // maybe partly written) when some classification, context or walk result is neither
-  // in this cache nor in the pool yet. `zeroed`: the row arrives all zero; else it is
-  // written whole (a dense node mask copied in, not ORed into a cleared row: one pass
-  // over the row instead of two).
-  bool FillFromCache(const EarleySet& set, uint32_t* words, bool lookup_only, bool zeroed) const;
+  // what is missing; short of Missing::kCompute, computes nothing and returns false
+  // (`words` maybe partly written) when some classification, context or walk result is
+  // neither in this cache nor found in the pool. `zeroed`: the row arrives all zero;
+  // else it is written whole (a dense node mask copied in, not ORed into a cleared row:
+  // one pass over the row instead of two).
+  bool FillFromCache(const EarleySet& set, uint32_t* words, Missing missing, bool zeroed) const;
   // The items whose node masks make the set's (see FillFromCache).
   void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
   // Counts a cold visit of the set's kernel nodes; false once one of them has had
@@ -125,6 +134,9 @@ class TokenMaskCache {
   // at most this many trie steps (sparse walks take under 2,000 in Llama-3), and the
   // visit of a node at which it is classified instead.
   static constexpr int kSparseBytes = 64;
+  // A state that scans fewer first bytes (a key's name, a separator) is looked up
+  // cheaply (Missing::kFindCheaply) before its direct walk: see FillBitmask.
+  static constexpr int kCheapLookupBytes = 16;
   static constexpr int64_t kDirectWalkSteps = 4096;
   static constexpr int kVisitsBeforeClassifying = 8;
   static constexpr size_t kMaxWalkResults = 4096;

@@ -10,6 +10,68 @@
 
 namespace xgr2 {
 
+namespace {
+
+constexpr uint8_t kSpaces[] = {' ', '\t', '\n', '\r'};
+
+// Whether the path at depth d steps alike on the four whitespace bytes: 1 to one live
+// interned state (the path's at depth d + 1), 0 all dead, -1 otherwise.
+template <class Step>
+int StepsAlikeOnSpaces(MemoPath& path, size_t d, Step& step) {
+  constexpr int32_t kDeadStep = -2;  // StateId is -1 for a live state not interned
+  int32_t first = 0;
+  for (uint8_t b : kSpaces) {
+    const int32_t to = step(d, b) ? path.StateId(d + 1) : kDeadStep;
+    if (to == -1 || (b != ' ' && to != first)) return -1;
+    first = to;
+  }
+  return first == kDeadStep ? 0 : 1;
+}
+
+// Walks the tokens that start with whitespace (TokenTrie::WhitespaceRuns) when the start
+// steps alike on its four bytes, and every state reached on them too: the path is then at
+// the same state at every whitespace node of a depth, so each depth costs four memoized
+// steps, its tokens are taken from a list, and only the other children of those nodes
+// are walked, by walk(child) (the wide ones' through pick(depth, bytes) first). Where the
+// bytes part at a depth, the whitespace children below are walked as usual. False, with
+// nothing done, when the start's own steps differ.
+template <class Step, class Accept, class Pick, class Walk>
+bool WalkWhitespaceRuns(const TokenTrie& t, MemoPath& path, Step& step, Accept&& accept, Pick&& pick,
+                        Walk&& walk) {
+  const TokenTrie::WhitespaceRuns& w = t.whitespace;
+  if (w.max_depth == 0) return false;
+  int alike = StepsAlikeOnSpaces(path, 0, step);
+  if (alike < 0) return false;
+  ByteBits spaces{};
+  for (uint8_t b : kSpaces) spaces[b >> 6] |= uint64_t{1} << (b & 63);
+  for (size_t d = 1; alike > 0; ++d) {  // the path at depth d: the state after d whitespace bytes
+    for (int32_t k = w.token_begin[d]; k < w.token_begin[d + 1]; ++k) accept(w.tokens[k]);
+    const ByteBits scannable = path.Scannable(d, w.exit_bytes[d]);
+    for (int32_t k = w.exit_begin[d]; k < w.exit_begin[d + 1]; ++k) {
+      const uint8_t b = t.nodes[w.exits[k]].byte;
+      if ((scannable[b >> 6] >> (b & 63)) & 1) walk(w.exits[k]);
+    }
+    for (int32_t k = w.wide_begin[d]; k < w.wide_begin[d + 1]; ++k) {
+      const TokenTrie::Wide& wide = *t.WideOf(w.wides[k]);
+      ByteBits visit;
+      pick(d, wide.bytes, &visit);
+      for (int word = 0; word < 4; ++word) {
+        for (uint64_t bits = visit[word] & ~spaces[word]; bits; bits &= bits - 1) {
+          walk(t.ChildOn(wide, static_cast<uint8_t>(64 * word + __builtin_ctzll(bits))));
+        }
+      }
+    }
+    if (static_cast<int32_t>(d) == w.max_depth) break;
+    alike = StepsAlikeOnSpaces(path, d, step);
+    if (alike < 0) {  // the next depth's nodes are at different states: walk them as usual
+      for (int32_t k = w.node_begin[d + 1]; k < w.node_begin[d + 2]; ++k) walk(w.nodes[k]);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
                         const int32_t* positions, size_t count, uint32_t* words, int64_t max_steps) {
   const std::vector<int32_t>& sorted = tok.sorted_ids();
@@ -24,22 +86,34 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();
-    WalkTrie(
-        t, 0, t.size(), step,
-        [&](int32_t i) {
-          for (int32_t k = 0; k < t.num_tokens[i]; ++k) accept(sorted[t.first_pos[i] + k]);
-        },
-        [](int32_t) {},
-        [&](size_t d, const ByteBits& children, ByteBits* visit) {
-          *visit = steps_left > 0 ? path.Scannable(d, children) : ByteBits{};
-          return true;
-        },
-        [&](int32_t i) {
-          if (!TakesWholeSubtree(t, i, path)) return false;
-          --steps_left;
-          for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) accept(sorted[p]);
-          return true;
-        });
+    auto on_alive = [&](int32_t i) {
+      for (int32_t k = 0; k < t.num_tokens[i]; ++k) accept(sorted[t.first_pos[i] + k]);
+    };
+    auto on_dead = [](int32_t) {};
+    auto pick = [&](size_t d, const ByteBits& children, ByteBits* visit) {
+      *visit = steps_left > 0 ? path.Scannable(d, children) : ByteBits{};
+      return true;
+    };
+    auto whole = [&](int32_t i) {
+      if (!TakesWholeSubtree(t, i, path)) return false;
+      --steps_left;
+      for (int32_t p = t.first_pos[i]; p < t.first_pos[t.nodes[i].next]; ++p) accept(sorted[p]);
+      return true;
+    };
+    auto walk = [&](int32_t i) { WalkTrie(t, i, t.nodes[i].next, step, on_alive, on_dead, pick, whole); };
+    // The tokens starting with whitespace first, by their runs when the state allows; the
+    // root's whitespace children are then left out of the walk.
+    const bool spaces_done = !t.wide_nodes.empty() && t.wide_nodes[0] == -1 &&
+                             WalkWhitespaceRuns(t, path, step, [&](int32_t p) { accept(sorted[p]); }, pick, walk);
+    WalkTrie(t, 0, t.size(), step, on_alive, on_dead,
+             [&](size_t d, const ByteBits& children, ByteBits* visit) {
+               pick(d, children, visit);
+               if (d == 0 && spaces_done) {
+                 for (uint8_t b : kSpaces) (*visit)[b >> 6] &= ~(uint64_t{1} << (b & 63));
+               }
+               return true;
+             },
+             whole);
   } else {
     WalkPositions(tok, positions, count, step, [&](size_t k) { accept(sorted[positions[k]]); });
   }

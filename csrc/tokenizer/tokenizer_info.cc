@@ -175,6 +175,7 @@ void TokenizerInfo::BuildTrie() {
   t.first_pos.push_back(m);
   IndexWideNodes(t);
   IndexSubtreeClasses(t);
+  IndexWhitespaceRuns(t);
 }
 
 namespace {
@@ -275,6 +276,50 @@ void IndexWideNodes(TokenTrie& t) {
     size_t s = (static_cast<uint32_t>(t.wide_nodes[k]) * TokenTrie::kWideHash) >> t.wide_shift;
     while (t.wide_slots[s] != 0) s = (s + 1) & mask;
     t.wide_slots[s] = static_cast<int32_t>(k + 1);
+  }
+}
+
+void IndexWhitespaceRuns(TokenTrie& t) {
+  auto is_space = [](uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; };
+  std::vector<std::vector<int32_t>> nodes(1), tokens(1), exits(1), wides(1);
+  std::vector<int32_t> path;  // the node at each depth of the current one's path
+  std::vector<bool> spaces;   // whether that node is a whitespace run
+  for (int32_t i = 0; i < t.size(); ++i) {
+    const TokenTrie::Node& n = t.nodes[i];
+    const size_t d = n.depth;
+    path.resize(d + 1);
+    spaces.resize(d + 1);
+    path[d] = i;
+    const bool parent_run = d > 1 && spaces[d - 1];
+    spaces[d] = is_space(n.byte) && (d == 1 || parent_run);
+    if (spaces[d]) {
+      if (nodes.size() <= d) nodes.resize(d + 1), tokens.resize(d + 1), exits.resize(d + 1), wides.resize(d + 1);
+      nodes[d].push_back(i);
+      for (int32_t k = 0; k < t.num_tokens[i]; ++k) tokens[d].push_back(t.first_pos[i] + k);
+      if (n.wide) wides[d].push_back(i);
+    } else if (parent_run && !t.nodes[path[d - 1]].wide) {
+      exits[d - 1].push_back(i);
+    }
+  }
+  TokenTrie::WhitespaceRuns& w = t.whitespace;
+  w = {};
+  w.max_depth = static_cast<int32_t>(nodes.size()) - 1;
+  w.exit_bytes.assign(nodes.size(), {});
+  auto flatten = [&](const std::vector<std::vector<int32_t>>& lists, std::vector<int32_t>& begin,
+                     std::vector<int32_t>& flat) {
+    begin.assign(lists.size() + 1, 0);
+    for (size_t d = 0; d < lists.size(); ++d) {
+      begin[d] = static_cast<int32_t>(flat.size());
+      flat.insert(flat.end(), lists[d].begin(), lists[d].end());
+    }
+    begin[lists.size()] = static_cast<int32_t>(flat.size());
+  };
+  flatten(nodes, w.node_begin, w.nodes);
+  flatten(tokens, w.token_begin, w.tokens);
+  flatten(exits, w.exit_begin, w.exits);
+  flatten(wides, w.wide_begin, w.wides);
+  for (size_t d = 0; d < exits.size(); ++d) {
+    for (int32_t c : exits[d]) w.exit_bytes[d][t.nodes[c].byte >> 6] |= uint64_t{1} << (t.nodes[c].byte & 63);
   }
 }
 

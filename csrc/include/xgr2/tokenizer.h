@@ -60,6 +60,22 @@ struct TokenTrie {
   int wide_shift = 32;  // slot = (node * kWideHash) >> wide_shift
   static constexpr uint32_t kWideHash = 0x9E3779B1u;
 
+  // The nodes whose bytes are all whitespace (space, \t, \n, \r), by depth d (1 ..
+  // max_depth; each list from its `begin[d]` to `begin[d + 1]`). A walk whose state steps
+  // alike on the four bytes (JSON's bounded whitespace, any `[ \t\n\r]*`) is at the same
+  // state at every such node of a depth, so it steps one chain of states instead of the
+  // ~760 nodes (Llama-3's runs of spaces, newlines and indentation), and only from there
+  // into their other children (WalkWhitespaceRuns in engine/token_walk.cc).
+  struct WhitespaceRuns {
+    int32_t max_depth = 0;                     // 0: no such node (not indexed)
+    std::vector<int32_t> node_begin, nodes;    // the nodes
+    std::vector<int32_t> token_begin, tokens;  // sorted positions of the tokens ending at them
+    std::vector<int32_t> exit_begin, exits;    // their other children, but those of wide nodes
+    std::vector<std::array<uint64_t, 4>> exit_bytes;  // per depth, the bytes of `exits`
+    std::vector<int32_t> wide_begin, wides;           // those nodes that are wide
+  };
+  WhitespaceRuns whitespace;
+
   int32_t size() const { return static_cast<int32_t>(nodes.size()); }
   // The wide entry of node i (-1: the root); null when it has none.
   const Wide* WideOf(int32_t i) const {
@@ -81,6 +97,9 @@ struct TokenTrie {
 
 // Fills the wide-node index of `t` (TokenTrie::wide): its nodes must be complete.
 void IndexWideNodes(TokenTrie& t);
+
+// Fills TokenTrie::whitespace: its nodes and wide nodes must be complete.
+void IndexWhitespaceRuns(TokenTrie& t);
 
 // Byte classes of TokenTrie::below: digits, lowercase letters, uppercase letters, each
 // other printable ASCII byte on its own (the space, quotes, backslash and operators end
