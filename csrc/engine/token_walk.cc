@@ -91,7 +91,12 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
     };
     auto on_dead = [](int32_t) {};
     auto pick = [&](size_t d, const ByteBits& children, ByteBits* visit) {
-      *visit = steps_left > 0 ? path.Scannable(d, children) : ByteBits{};
+      if (steps_left <= 0) {  // the children left unvisited would each cost a step: over budget
+        steps_left = -1;
+        *visit = ByteBits{};
+        return true;
+      }
+      *visit = path.Scannable(d, children);
       return true;
     };
     auto whole = [&](int32_t i) {
