@@ -19,7 +19,7 @@ CORE_MODULES = [
     "xgr2.tool_calling",
     "xgr2._tool_call_parsing",
 ]
-JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder"]
+JAX_MODULES = ["xgr2.jax", "xgr2.jax._masking", "xgr2.jax._sampling", "xgr2.jax._decoder", "xgr2.jax._drafting"]
 # The xgr2.jax package docstring only describes the layout; its submodules hold the examples.
 NO_EXAMPLES_EXPECTED = {"xgr2.jax"}
 

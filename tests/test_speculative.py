@@ -131,6 +131,41 @@ def test_drafter_paths_are_admissible_and_start_with_forced_text(byte_info):
         drafter.draft([state], [prompt, prompt], [0])
 
 
+def test_text_forced_but_for_whitespace_and_the_models_layout(byte_info):
+    """With JSON's free layout nothing is forced between values (whitespace may come), yet
+    the next key is: the whitespace-free forced text spells it, with the offsets where
+    whitespace could go; the drafter fills those with what the model wrote before."""
+    schema = {"type": "object", "properties": {"alpha_property": {"type": "string"},
+                                                "beta": {"enum": ["long_enum_value", "other"]},
+                                                "n": {"type": "integer"}},
+              "required": ["alpha_property", "beta", "n"]}
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema), byte_info)
+    doc = '{ "alpha_property" :  "hello",\n "beta": "other", "n": 7 }'
+    state, drafted = compiled.initial_state(), 0
+    for i in range(len(doc) + 1):
+        data, gaps = state._jump_forward_past_whitespace()
+        assert gaps == sorted(set(gaps)) and all(0 <= g <= len(data) for g in gaps)
+        # Up to the first place whitespace could go, it is the plain forced text.
+        assert state.jump_forward_bytes() == (data[: gaps[0]] if gaps else data)
+        for layout in (b"", b" ", b"\n\t"):  # the text is accepted with any whitespace at the gaps
+            text = b"".join(data[a:b] + layout for a, b in zip([0] + gaps, gaps)) + data[gaps[-1] if gaps else 0:]
+            assert state.try_advance_bytes(text) is not None, (doc[:i], data, gaps, layout)
+        for g in gaps:  # whitespace may go at each gap
+            assert state.advance_bytes(data[:g]).try_advance_bytes(b" ") is not None
+        if data:  # and it is maximal: past it, more than one byte may come (or the document may end)
+            assert state.advance_bytes(data)._jump_forward_past_whitespace()[0] == b""
+            drafted += 1
+        if i < len(doc):
+            state = state.advance_text(doc[i])
+    assert drafted > 10  # keys, colons and the enum's quote along the way
+    state = compiled.initial_state().advance_text('{"alpha_property": "hello"')
+    assert state.jump_forward_text() == ""
+    assert state._jump_forward_past_whitespace() == (b',"beta":"', [0, 1, 7, 8])
+    drafter = TreeDrafter(_encode, byte_info.decoded_vocab, num_nodes=24, max_length=16)
+    prompt = _encode('Like {"x": "y", "z": 1}: {"alpha_property": "hello"')
+    assert drafter.paths(state, prompt)[0] == _encode(', "beta": "')
+
+
 # A vocabulary where forced text has many spellings: single characters and longer pieces
 # (one spelled twice, to check that the lowest id is drafted).
 PIECES = [bytes([i]) for i in range(32, 127)] + [

@@ -173,6 +173,12 @@ class MatcherState:
         The longest byte string every continuation starts with; the state is unchanged.
         """
 
+    def _jump_forward_past_whitespace(self) -> tuple[bytes, list[int]]:
+        """
+        (bytes, gaps): jump_forward_bytes() where optional whitespace is the only other choice, and
+        the byte offsets where whitespace could go (for drafters that add the model's own).
+        """
+
     def advance_text(self, text: object) -> MatcherState:
         """
         The state after forced UTF-8 text; raises TokenRejectedError if it is not allowed.

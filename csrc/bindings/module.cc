@@ -438,6 +438,19 @@ is bit t % 32 of word t // 32, 1 = allowed. Releases the GIL.)doc")
             return nb::bytes(b.data(), b.size());
           }, R"doc(The longest byte string every continuation starts with; the state is unchanged.)doc")
       .def(
+          "_jump_forward_past_whitespace",
+          [](const MatcherState& s) {
+            std::string b;
+            std::vector<int32_t> gaps;
+            {
+              nb::gil_scoped_release release;
+              b = s.JumpForwardBytes(1 << 16, &gaps);
+            }
+            return std::make_pair(nb::bytes(b.data(), b.size()), gaps);
+          },
+          R"doc((bytes, gaps): jump_forward_bytes() where optional whitespace is the only other choice, and
+the byte offsets where whitespace could go (for drafters that add the model's own).)doc")
+      .def(
           "advance_text",
           [](const MatcherState& s, nb::handle obj) {
             std::string text = Utf8(obj, "text");

@@ -92,22 +92,26 @@ void MatcherState::FillBitmask(uint32_t* words) const {
   AddTokensById(grammar_->fsm(), tok, *set_, words);
 }
 
-std::string MatcherState::JumpForwardBytes(int32_t max_bytes) const {
+std::string MatcherState::JumpForwardBytes(int32_t max_bytes, std::vector<int32_t>* whitespace_gaps) const {
   std::string out;
   if (terminated_) return out;
   EarleyParser parser(grammar_->fsm(), ThreadScratch());
   // Keep the chain alive: its sets' items may have earlier chain sets as origins.
   std::vector<std::unique_ptr<EarleySet>> chain;
   const EarleySet* cur = set_.get();
+  auto is_space = [](int b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; };
   while (static_cast<int32_t>(out.size()) < max_bytes && !cur->accepting) {
-    int only = -1, count = 0;
-    for (int w = 0; w < 4 && count < 2; ++w) {
-      uint64_t bits = cur->next_bytes[w];
-      while (bits && count < 2) {
-        only = w * 64 + __builtin_ctzll(bits);
-        bits &= bits - 1;
-        ++count;
+    int only = -1, count = 0, other = -1, others = 0;  // others: the bytes but whitespace
+    for (int w = 0; w < 4 && others < 2; ++w) {
+      for (uint64_t bits = cur->next_bytes[w]; bits && others < 2; bits &= bits - 1) {
+        const int b = w * 64 + __builtin_ctzll(bits);
+        only = b, ++count;
+        if (!is_space(b)) other = b, ++others;
       }
+    }
+    if (whitespace_gaps && count > 1 && others == 1) {  // optional whitespace, then one byte
+      whitespace_gaps->push_back(static_cast<int32_t>(out.size()));
+      only = other, count = 1;
     }
     if (count != 1 || only == kTokenMarker) break;  // a token named by id is no text
     auto next = std::make_unique<EarleySet>();

@@ -189,7 +189,10 @@ class TreeDrafter(Frozen):
 
     Per row, the tree holds, best first:
 
-    * the tokenizations of the state's :meth:`~xgr2.MatcherState.jump_forward_text` ``F``:
+    * the tokenizations of the state's :meth:`~xgr2.MatcherState.jump_forward_text` ``F``
+      (where only optional whitespace is left to choose, as between JSON values, ``F`` is
+      the text forced but for it, with the whitespace the model wrote after the same
+      characters before: ``, "age": `` after ``"name": "Al"``):
       a model spells forced text its own way (``"customer_id`` + ``e`` + ``nti`` ... rather
       than the tokenizer's ``"`` + ``customer`` + ``_`` ...), so the drafter grows a tree
       whose children at each node are the vocabulary tokens spelling a prefix of the
@@ -298,6 +301,47 @@ class TreeDrafter(Frozen):
                     out.append((token, nxt))
         return out
 
+    @staticmethod
+    def _laid_out(state: xgr2.MatcherState, written: bytes) -> str:
+        """The text forced but for optional whitespace (``,"age":`` after a JSON value), with
+        the whitespace the model wrote after the same character last time (``, "age": ``):
+        with JSON's free layout nothing is forced between values, yet the keys are.
+
+        Example:
+          >>> import xgr2
+          >>> tok = xgr2.TokenizerInfo([bytes([b]) for b in range(128)], stop_token_ids=[0])
+          >>> schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+          ...           "required": ["a", "b"]}
+          >>> g = xgr2.compile(xgr2.Grammar.from_json_schema(schema), tok)
+          >>> g.initial_state().advance_text('{"a": "x"').jump_forward_text()   # whitespace may come next
+          ''
+          >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x"'), b'{"a": "x"')
+          ',"b": "'
+          >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x",'), b'{"a": "w",  "b": "y"} {"a": "x",')
+          '  "b": "'
+        """
+        data, gaps = state._jump_forward_past_whitespace()
+        if not data:
+            return ""
+        out = bytearray()
+        for k, gap in enumerate(gaps):
+            out += data[gaps[k - 1] if k else 0: gap]
+            before = out[-1:] or written[-1:]
+            at = written.rfind(before, 0, len(written) - 1)  # not the character being continued
+            if at >= 0:  # the whitespace run after that character's last occurrence
+                run = at + 1
+                while run < len(written) and written[run] in b" \t\n\r":
+                    run += 1
+                out += written[at + 1: run]
+        out += data[gaps[-1] if gaps else 0:]
+        text = bytes(out)
+        while text:  # whole characters only
+            try:
+                return text.decode("utf-8")
+            except UnicodeDecodeError as e:
+                text = text[: e.start]
+        return ""
+
     def forced_tokenizations(self, state: xgr2.MatcherState, forced: str, budget: int) -> list[list[int]]:
         """Up to ``budget`` tree nodes of tokenizations of the forced text, as paths in the
         order they were grown (each path's parent path comes before it).
@@ -338,7 +382,10 @@ class TreeDrafter(Frozen):
         if state is None or state.is_terminated:
             return []
         forced = state.jump_forward_text()
-        text = self._text(context[-256:]) + forced  # a bounded window: the cost per step stays flat
+        window = context[-256:]  # a bounded window: the cost per step stays flat
+        if not forced:  # a choice of whitespace only (JSON's layout): guess the model's own
+            forced = self._laid_out(state, b"".join(self.vocab[t] for t in window))
+        text = self._text(window) + forced
         # Text matches from the wrong place (the prompt's '"age" (integer)' after '"age"') are
         # cut short by the grammar: look at several, keep the longest admissible ones.
         by_text = [admissible_prefix(state, list(self.encode(forced + cont))[: self.max_length])

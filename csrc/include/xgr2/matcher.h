@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "xgr2/grammar.h"
 #include "xgr2/tokenizer.h"
@@ -78,7 +79,11 @@ class MatcherState {
   void FillBitmask(uint32_t* words) const;
 
   // Longest byte string every continuation starts with (empty when there is a choice).
-  std::string JumpForwardBytes(int32_t max_bytes = 1 << 16) const;
+  // With `whitespace_gaps`: the same where the only choice is optional whitespace (space,
+  // \t, \n, \r) or one other byte, which it takes; each offset where whitespace could
+  // have gone is appended (the text of the layout writing none, e.g. `,"age":` after a
+  // JSON value: a drafter puts the model's own whitespace there).
+  std::string JumpForwardBytes(int32_t max_bytes = 1 << 16, std::vector<int32_t>* whitespace_gaps = nullptr) const;
 
   bool IsTerminated() const { return terminated_; }
   bool CanTerminate() const;
