@@ -99,14 +99,13 @@ std::string MatcherState::JumpForwardBytes(int32_t max_bytes, std::vector<int32_
   // Keep the chain alive: its sets' items may have earlier chain sets as origins.
   std::vector<std::unique_ptr<EarleySet>> chain;
   const EarleySet* cur = set_.get();
-  auto is_space = [](int b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; };
   while (static_cast<int32_t>(out.size()) < max_bytes && !cur->accepting) {
     int only = -1, count = 0, other = -1, others = 0;  // others: the bytes but whitespace
     for (int w = 0; w < 4 && others < 2; ++w) {
       for (uint64_t bits = cur->next_bytes[w]; bits && others < 2; bits &= bits - 1) {
         const int b = w * 64 + __builtin_ctzll(bits);
         only = b, ++count;
-        if (!is_space(b)) other = b, ++others;
+        if (!IsWhitespaceByte(b)) other = b, ++others;
       }
     }
     if (whitespace_gaps && count > 1 && others == 1) {  // optional whitespace, then one byte

@@ -12,15 +12,13 @@ namespace xgr2 {
 
 namespace {
 
-constexpr uint8_t kSpaces[] = {' ', '\t', '\n', '\r'};
-
 // Whether the path at depth d steps alike on the four whitespace bytes: 1 to one live
 // interned state (the path's at depth d + 1), 0 all dead, -1 otherwise.
 template <class Step>
 int StepsAlikeOnSpaces(MemoPath& path, size_t d, Step& step) {
   constexpr int32_t kDeadStep = -2;  // StateId is -1 for a live state not interned
   int32_t first = 0;
-  for (uint8_t b : kSpaces) {
+  for (uint8_t b : kWhitespaceBytes) {
     const int32_t to = step(d, b) ? path.StateId(d + 1) : kDeadStep;
     if (to == -1 || (b != ' ' && to != first)) return -1;
     first = to;
@@ -43,7 +41,7 @@ bool WalkWhitespaceRuns(const TokenTrie& t, MemoPath& path, Step& step, Accept&&
   int alike = StepsAlikeOnSpaces(path, 0, step);
   if (alike < 0) return false;
   ByteBits spaces{};
-  for (uint8_t b : kSpaces) spaces[b >> 6] |= uint64_t{1} << (b & 63);
+  for (uint8_t b : kWhitespaceBytes) spaces[b >> 6] |= uint64_t{1} << (b & 63);
   for (size_t d = 1; alike > 0; ++d) {  // the path at depth d: the state after d whitespace bytes
     for (int32_t k = w.token_begin[d]; k < w.token_begin[d + 1]; ++k) accept(w.tokens[k]);
     const ByteBits scannable = path.Scannable(d, w.exit_bytes[d]);
@@ -114,7 +112,7 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
              [&](size_t d, const ByteBits& children, ByteBits* visit) {
                pick(d, children, visit);
                if (d == 0 && spaces_done) {
-                 for (uint8_t b : kSpaces) (*visit)[b >> 6] &= ~(uint64_t{1} << (b & 63));
+                 for (uint8_t b : kWhitespaceBytes) (*visit)[b >> 6] &= ~(uint64_t{1} << (b & 63));
                }
                return true;
              },

@@ -280,7 +280,6 @@ void IndexWideNodes(TokenTrie& t) {
 }
 
 void IndexWhitespaceRuns(TokenTrie& t) {
-  auto is_space = [](uint8_t b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; };
   std::vector<std::vector<int32_t>> nodes(1), tokens(1), exits(1), wides(1);
   std::vector<int32_t> path;  // the node at each depth of the current one's path
   std::vector<bool> spaces;   // whether that node is a whitespace run
@@ -291,7 +290,7 @@ void IndexWhitespaceRuns(TokenTrie& t) {
     spaces.resize(d + 1);
     path[d] = i;
     const bool parent_run = d > 1 && spaces[d - 1];
-    spaces[d] = is_space(n.byte) && (d == 1 || parent_run);
+    spaces[d] = IsWhitespaceByte(n.byte) && (d == 1 || parent_run);
     if (spaces[d]) {
       if (nodes.size() <= d) nodes.resize(d + 1), tokens.resize(d + 1), exits.resize(d + 1), wides.resize(d + 1);
       nodes[d].push_back(i);

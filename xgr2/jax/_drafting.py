@@ -286,9 +286,6 @@ class TreeDrafter(Frozen):
                    max_branches=max_branches, max_length=max_length, max_ngram=max_ngram,
                    forced_nodes=forced_nodes, _token_of=token_of, _longest=max(map(len, token_of), default=0))
 
-    def _text(self, context: Sequence[int]) -> str:
-        return b"".join(self.vocab[t] for t in context).decode("utf-8", errors="replace")
-
     def _spellings(self, state: xgr2.MatcherState, data: bytes) -> list[tuple[int, xgr2.MatcherState]]:
         """The admissible tokens that spell a prefix of ``data``, longest first, with the
         states they lead to."""
@@ -382,10 +379,10 @@ class TreeDrafter(Frozen):
         if state is None or state.is_terminated:
             return []
         forced = state.jump_forward_text()
-        window = context[-256:]  # a bounded window: the cost per step stays flat
+        written = b"".join(self.vocab[t] for t in context[-256:])  # a bounded window: flat cost per step
         if not forced:  # a choice of whitespace only (JSON's layout): guess the model's own
-            forced = self._laid_out(state, b"".join(self.vocab[t] for t in window))
-        text = self._text(window) + forced
+            forced = self._laid_out(state, written)
+        text = written.decode("utf-8", errors="replace") + forced
         # Text matches from the wrong place (the prompt's '"age" (integer)' after '"age"') are
         # cut short by the grammar: look at several, keep the longest admissible ones.
         by_text = [admissible_prefix(state, list(self.encode(forced + cont))[: self.max_length])

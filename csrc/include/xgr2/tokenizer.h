@@ -98,6 +98,10 @@ struct TokenTrie {
 // Fills the wide-node index of `t` (TokenTrie::wide): its nodes must be complete.
 void IndexWideNodes(TokenTrie& t);
 
+// The whitespace bytes of TokenTrie::WhitespaceRuns (JSON's: space, \t, \n, \r).
+inline constexpr uint8_t kWhitespaceBytes[] = {' ', '\t', '\n', '\r'};
+inline bool IsWhitespaceByte(int b) { return b == ' ' || b == '\t' || b == '\n' || b == '\r'; }
+
 // Fills TokenTrie::whitespace: its nodes and wide nodes must be complete.
 void IndexWhitespaceRuns(TokenTrie& t);
 
