@@ -1,6 +1,6 @@
 """Speculative vs plain constrained decoding with the demo model (SmolLM2-135M, JAX on CPU).
 
-    python benchmarks/bench_speculative.py [--batches 1 8] [--nodes 12] [--repeats 2] [--write-results]
+    python benchmarks/bench_speculative.py [--batches 1 8] [--nodes 8] [--repeats 2] [--write-results]
 
 Greedy decoding of two tasks: the demo's default person record ("person") and a
 schema-heavy record ("schema-heavy": long property names and enums, compact JSON, so the
@@ -52,7 +52,7 @@ TASKS = [
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=int, nargs="+", default=[1])
-    p.add_argument("--nodes", type=int, default=12, help="most nodes per draft tree (the demo's --draft-nodes)")
+    p.add_argument("--nodes", type=int, default=8, help="most nodes per draft tree (the demo's --draft-nodes)")
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--max-tokens", type=int, default=96)
     p.add_argument("--write-results", action="store_true", help="add the table to benchmarks/RESULTS.md")

@@ -119,7 +119,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--speculative", action="store_true",
                    help="also run speculative constrained decoding: a draft tree per model call from the "
                         "grammar's forced text and prompt lookup (Llama models; greedy output is identical)")
-    p.add_argument("--draft-nodes", type=int, default=12,
+    p.add_argument("--draft-nodes", type=int, default=8,
                    help="most nodes per draft tree with --speculative (smaller trees when there is less "
                         "to draft: sizes 1, 4, 8, ... below it)")
     p.add_argument("--precompute", choices=["none", "all"], default="none",

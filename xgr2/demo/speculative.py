@@ -51,10 +51,13 @@ def warm_up(model: TreeModel, batch: int, sizes: Sequence[int], pos: int, cache:
 def draft_sizes(num_nodes: int) -> tuple[int, ...]:
     """The tree sizes the demo drafts with: 1 (nothing to draft: as cheap as a plain step),
     4, 8, 16, ... below ``num_nodes``, and ``num_nodes``. On CPU (SmolLM2-135M, float32,
-    2 cores) passes over 1 / 4 / 8 / 12 nodes took 26 / 38 / 45 / 49 ms against 25-27 ms
-    for a one-token step (benchmarks/RESULTS.md, the speculative reading).
+    2 cores, 12-07) passes over 1 / 4 / 8 / 12 / 16 nodes took 27 / 35 / 40-46 / 65 / 46-61
+    ms against 26-27 ms for a one-token step: XLA CPU's matrix products run fastest on
+    row counts that are multiples of 4 and 8, so the demo's default is 8 nodes.
 
     Example:
+      >>> draft_sizes(8)
+      (1, 4, 8)
       >>> draft_sizes(12)
       (1, 4, 8, 12)
     """
