@@ -66,3 +66,19 @@ def test_direct_walks_are_exact_along_a_document(fresh_pool, llama3_hf_tokenizer
         state, reference = state.advance(token), reference.advance(token)
     assert np.array_equal(state.bitmask(), reference.bitmask())
     assert state.can_terminate
+
+
+def test_a_sparse_state_too_costly_to_walk_is_classified_at_once(fresh_pool):
+    # After a number deep in a C expression few first bytes are scannable, but every
+    # step closes a hundred items (each precedence level, whitespace with comments): the
+    # direct walk gives up on its parsing-work budget, and the state classifies instead.
+    from pathlib import Path
+
+    ebnf = (Path(__file__).resolve().parent.parent / "benchmarks" / "grammars" / "c_subset.ebnf").read_text()
+    grammar = xgr2.Grammar.from_ebnf(ebnf)
+    compiled = xgr2.compile(grammar, fresh_pool)
+    text = "struct ring {\n    int data[16"
+    state = compiled.initial_state().advance_text(text)
+    before = compiled.num_cached_node_masks
+    assert np.array_equal(state.bitmask(), full_walk(grammar, fresh_pool).initial_state().advance_text(text).bitmask())
+    assert compiled.num_cached_node_masks > before  # classified at the first visit

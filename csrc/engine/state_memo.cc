@@ -184,10 +184,12 @@ bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
   }
   EarleySet* next = scratch_[d + 1];
   *ended_ = false;
+  ++parse_work_;
   if (!parser_.Advance(*path_[d], byte, next)) {
     if (id >= 0) memo_.SetNext(id, byte, StateMemo::kDead, false);
     return false;
   }
+  parse_work_ += static_cast<int64_t>(next->items.size());
   if (ended_now) *ended_now = *ended_;
   // Only a step from an interned state is interned: its origins are then interned too.
   int32_t to = id >= 0 ? memo_.Intern(*next) : -1;

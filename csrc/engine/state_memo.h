@@ -194,6 +194,12 @@ class MemoPath {
   // The interned state of the path at depth d, or -1 (not interned).
   int32_t StateId(size_t d) const { return id_[d]; }
 
+  // The parsing work of the steps so far that the memo did not answer: one per step plus
+  // the items of each state it made. A budget in this unit bounds a walk's time where a
+  // budget in steps does not (a step after a number deep in a C expression closes ~100
+  // items; one inside a JSON string, a few).
+  int64_t ParseWork() const { return parse_work_; }
+
  private:
   bool StepParsing(size_t d, uint8_t byte, bool* ended_now);
   // A first step on a byte that no item of the path's state at depth d scans.
@@ -206,6 +212,7 @@ class MemoPath {
   bool* ended_;
   bool no_watch_ = false;
   bool memo_allowed_, memo_started_ = false;
+  int64_t parse_work_ = 0;
   StateMemo memo_;
   std::vector<const EarleySet*> path_;
   std::vector<int32_t> id_;  // per depth: the interned state, or -1

@@ -80,7 +80,11 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   MemoPath path(parser, sets.Get(max_depth), max_depth, start, nullptr, !positions || count >= StateMemo::kMinTokens);
   // Over budget, every step fails, so the walk unwinds without entering any subtree.
   int64_t steps_left = max_steps < 0 ? INT64_MAX : max_steps;
-  auto step = [&](size_t d, uint8_t byte) { return --steps_left >= 0 && path.Step(d, byte); };
+  const int64_t max_work = max_steps < 0 ? INT64_MAX : max_steps;
+  auto step = [&](size_t d, uint8_t byte) {
+    if (path.ParseWork() > max_work) steps_left = -1;
+    return --steps_left >= 0 && path.Step(d, byte);
+  };
   auto accept = [&](int32_t id) { words[id >> 5] |= uint32_t{1} << (id & 31); };
   if (!positions) {  // the whole vocabulary: walk the trie
     const TokenTrie& t = tok.trie();
