@@ -36,9 +36,17 @@ medians over schemas of compile, TTFM and request time; percentiles over all mas
 Every engine must accept every document (and allow a stop token at its end); failures
 are listed. Masks of the first steps are compared with xgr2's.
 
+With `--set real`, the schemas are instead the real-world set of bench_schema_compile.py
+(JSON Schemas shipped in PyPI packages: GitHub workflows, compose files, CloudFormation
+snippets, notebook formats, ...), unchanged, each with the document that
+benchmarks/real_world_documents.py drew for it with `hypothesis-jsonschema` (valid by
+`jsonschema`; written once to benchmarks/data/real_world_documents.jsonl, since drawing
+takes minutes). The statistics cover the schemas that every engine compiles and whose
+document every engine accepts; the others are listed as failures.
+
 Setup: as for bench_json_mask.py, plus `pip install jsonschema`. Run:
 
-    python benchmarks/bench_schemas.py [--per-file 10] [--engines ...] [--write-results]
+    python benchmarks/bench_schemas.py [--set bfcl|real] [--per-file 10] [--engines ...] [--write-results]
 
 `--write-results` appends a dated section to benchmarks/RESULTS.md. About 1 minute on
 2 cores.
@@ -172,6 +180,40 @@ def load_schemas(per_file: int) -> tuple[list[tuple[str, dict, set]], dict]:
     return [p[:3] for p in picked], dropped
 
 
+def failure_lines(failures: list[str], runs: dict[str, list[dict]], limit: int | None) -> list[str]:
+    """Every failure, or per engine its counts (refused to compile / rejected the
+    document) and the first `limit`."""
+    if limit is None:
+        return [f"- {f}" for f in failures]
+    out = []
+    for name, rs in runs.items():
+        mine = [f for f in failures if f.startswith(f"{name} on ")]
+        rejected = sum(1 for r in rs if r["error"] and "rejected" in r["error"])
+        other = sum(1 for r in rs if r["error"]) - rejected
+        out.append(f"- {name}: {other} refused or failed, {rejected} documents rejected; e.g.")
+        out += [f"  - {f.removeprefix(name + ' on ')[:300]}" for f in mine[:limit]]
+    return out
+
+
+def real_world_schemas() -> tuple[list[tuple[str, dict, set]], dict[str, str], dict[str, int]]:
+    """(label, schema, no features) of the real-world schemas that have a drawn document,
+    the documents by label, and the counts of schemas left out by reason."""
+    from bench_schema_compile import load_real_world
+    from real_world_documents import declared_orders, in_declared_order, load_documents, schema_sha1
+
+    drawn = load_documents()
+    schemas, documents, left_out = [], {}, {}
+    for label, _, schema in load_real_world([]):
+        sha1, text = drawn.get(label, (None, None))
+        if text is None or sha1 != schema_sha1(schema):
+            why = "none drawn" if text is None else "schema changed since drawn"
+            left_out[why] = left_out.get(why, 0) + 1
+            continue
+        schemas.append((label, schema, set()))
+        documents[label] = json.dumps(in_declared_order(json.loads(text), declared_orders(schema)))
+    return schemas, documents, left_out
+
+
 # --------------------------------------------------------------------------- documents
 STRING_SAMPLES = [  # (words of a property name, value), first match wins
     ({"email"}, "jane.doe@example.com"),
@@ -221,6 +263,8 @@ def sample_value(schema: dict, name: str):
 # --------------------------------------------------------------------------- main
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--set", choices=["bfcl", "real"], default="bfcl",
+                   help="BFCL tool-parameter schemas, or the real-world schemas of bench_schema_compile.py")
     p.add_argument("--per-file", type=int, default=10, help=f"schemas from each of {len(BFCL_FILES)} BFCL files")
     p.add_argument("--engines", default=",".join(ENGINE_NAMES), help="comma-separated subset")
     p.add_argument("--check-steps", type=int, default=10, help="steps whose masks are compared")
@@ -233,13 +277,18 @@ def main(argv=None) -> int:
     import jsonschema
 
     hf_tok = load_tokenizer()
-    schemas, dropped = load_schemas(args.per_file)
+    if args.set == "real":
+        schemas, documents, dropped = real_world_schemas()
+    else:
+        schemas, dropped = load_schemas(args.per_file)
+        documents = {label: json.dumps(sample_value(schema, "")) for label, schema, _ in schemas}
     cases = []  # (label, schema, text, ids)
     feature_counts = dict.fromkeys(FEATURES, 0)
     for label, schema, features in schemas:
-        text = json.dumps(sample_value(schema, ""))
+        text = documents[label]
         try:
-            jsonschema.validate(json.loads(text), schema)
+            jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema).validate(
+                json.loads(text))
         except jsonschema.ValidationError as e:
             print(f"skipping {label}: its sample does not validate: {e.message}")
             continue
@@ -251,7 +300,8 @@ def main(argv=None) -> int:
     n_tokens = [len(ids) for *_, ids in cases]
     print(f"{len(cases)} schemas; documents of {min(n_tokens)}-{max(n_tokens)} tokens"
           f" (median {int(np.median(n_tokens))}, total {sum(n_tokens)})")
-    print("schemas with: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
+    if args.set == "bfcl":
+        print("schemas with: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()))
 
     engines, setup_ms = setup_engines(args.engines.split(","), hf_tok)
     if not engines:
@@ -276,7 +326,9 @@ def main(argv=None) -> int:
                 print(f"FAIL {failures[-1]}\n  document: {text}")
         print(f"{name}: {time.perf_counter() - t0:.1f} s")
 
-    stats = {n: s for n, s in ((n, summarize(r, np.median)) for n, r in runs.items()) if s}
+    # Statistics over the documents every engine compiled and accepted: the same masks for all.
+    kept = [i for i in range(len(cases)) if all(r[i]["error"] is None for r in runs.values())]
+    stats = {n: s for n, s in ((n, summarize([r[i] for i in kept], np.median)) for n, r in runs.items()) if s}
     table = mask_tables(stats, setup_ms, "schemas accepted")
     mismatches = compare_masks(runs, [c[0] for c in cases], hf_tok, [c[3] for c in cases]) if len(runs) > 1 else []
     mismatches.sort(key=lambda note: -int(note.split()[0]))
@@ -287,7 +339,9 @@ def main(argv=None) -> int:
     )
     notes = [
         "Total ms/request = compile + initial state + all masks + all advances; medians over schemas.",
-        "Dropped BFCL keywords (occurrences): " + ", ".join(f"{k} {n}" for k, n in sorted(dropped.items())),
+        f"Statistics over the {len(kept)} of {len(cases)} documents that every engine compiled and accepted.",
+        ("Dropped BFCL keywords (occurrences): " if args.set == "bfcl" else "Schemas without a document: ")
+        + ", ".join(f"{k} {n}" for k, n in sorted(dropped.items())),
     ]
     print()
     print(table)
@@ -305,21 +359,25 @@ def main(argv=None) -> int:
     print(f"\nran in {time.perf_counter() - t_start:.0f} s")
 
     if args.write_results:
+        source = (f"from {', '.join(f.removeprefix('BFCL_v4_') for f in BFCL_FILES)}" if args.set == "bfcl" else
+                  "of bench_schema_compile.py's real-world set with a document from real_world_documents.py")
         append_results(
-            "JSON-Schema benchmark (BFCL tool-parameter schemas, Llama-3 tokenizer)",
+            "JSON-Schema benchmark (" + ("BFCL tool-parameter" if args.set == "bfcl" else "real-world")
+            + " schemas, Llama-3 tokenizer)",
             "bench_schemas.py",
             argv,
             [
-                f"- {len(cases)} schemas from {', '.join(f.removeprefix('BFCL_v4_') for f in BFCL_FILES)};"
+                f"- {len(cases)} schemas {source};"
                 f" documents of {min(n_tokens)}-{max(n_tokens)} tokens (median {int(np.median(n_tokens))},"
                 f" {sum(n_tokens)} in all)",
-                "- Schemas with: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items()),
+                *(["- Schemas with: " + ", ".join(f"{f} {n}" for f, n in feature_counts.items())]
+                  if args.set == "bfcl" else []),
                 *(f"- {line}" for line in notes),
                 "",
                 table,
                 "",
                 "Failures: " + ("none" if not failures else ""),
-                *(f"- {f}" for f in failures),
+                *failure_lines(failures, runs, limit=None if args.set == "bfcl" else 3),
                 "",
                 *agreement_lines(agreement, mismatches, limit=12),
                 "",
