@@ -248,6 +248,25 @@ def load_tokenizer():
     return tok
 
 
+def declared_orders(schema) -> list[list[str]]:
+    """The property names of every `properties` in the schema file, each in its order."""
+    out: list[list[str]] = []
+
+    def visit(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                out.append(list(node["properties"]))
+            for k, v in node.items():
+                if k not in ("enum", "const", "default", "examples"):
+                    visit(v)
+        elif isinstance(node, list):
+            for v in node:
+                visit(v)
+
+    visit(schema)
+    return out
+
+
 def has_type(value, t: str) -> bool:
     """Whether a JSON value (as Python) is an instance of JSON Schema type `t`."""
     if t == "integer":

@@ -32,7 +32,7 @@ import time
 import warnings
 from pathlib import Path
 
-import _common  # noqa: F401  (first: a source tree with a built core goes before the installed xgr2)
+from _common import declared_orders
 from bench_schema_compile import jsonschema_cannot_use, load_real_world
 
 DEFAULT_OUT = Path(__file__).parent / "data" / "real_world_documents.jsonl"
@@ -55,25 +55,6 @@ def without_undeclared_properties(node):
         isinstance(types, list) and "object" in types)
     if is_object and not {"additionalProperties", "patternProperties", "unevaluatedProperties"} & set(node):
         out["additionalProperties"] = False
-    return out
-
-
-def declared_orders(schema) -> list[list[str]]:
-    """The property names of every `properties` in the schema file, each in its order."""
-    out: list[list[str]] = []
-
-    def visit(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("properties"), dict):
-                out.append(list(node["properties"]))
-            for k, v in node.items():
-                if k not in ("enum", "const", "default", "examples"):
-                    visit(v)
-        elif isinstance(node, list):
-            for v in node:
-                visit(v)
-
-    visit(schema)
     return out
 
 

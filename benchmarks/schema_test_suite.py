@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import xgr2  # noqa: E402  (before _common, which puts the checkout first too)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import declared_orders  # noqa: E402
 
 JSONSCHEMA_VERSION = "4.25.1"
 CACHE = Path.home() / ".cache" / "xgr2"
@@ -73,21 +74,11 @@ def suite_remotes() -> dict:
 
 
 def declared_order(schema) -> dict[str, int]:
+    """Each property name's place: its first declaration in the schema."""
     order: dict[str, int] = {}
-
-    def walk(s):
-        if isinstance(s, dict):
-            if isinstance(s.get("properties"), dict):
-                for name in s["properties"]:
-                    order.setdefault(name, len(order))
-            for k, v in s.items():
-                if k not in ("enum", "const", "default", "examples"):
-                    walk(v)
-        elif isinstance(s, list):
-            for v in s:
-                walk(v)
-
-    walk(schema)
+    for names in declared_orders(schema):
+        for name in names:
+            order.setdefault(name, len(order))
     return order
 
 
