@@ -72,6 +72,8 @@ int64_t ReachableSetBytes(const EarleySet& set) {
 
 namespace {
 
+// The count is left out: items differing only in it (two parses of a counted rule from
+// one origin) are rare, and a probe goes past them.
 size_t HashItem(int32_t node, const EarleySet* origin) {
   size_t h = (static_cast<size_t>(node) * 0x9E3779B97F4A7C15ull) ^ (reinterpret_cast<uintptr_t>(origin) >> 4);
   return h ^ (h >> 29);
@@ -79,7 +81,7 @@ size_t HashItem(int32_t node, const EarleySet* origin) {
 
 }  // namespace
 
-void EarleyParser::Add(int32_t node, const EarleySet* origin) {
+void EarleyParser::Add(int32_t node, int32_t count, const EarleySet* origin) {
   if ((s_.work.size() + 1) * 2 > s_.table.size()) {  // keep the table at most half full
     size_t grown = s_.table.size() * 2;
     s_.table.assign(grown, {});
@@ -96,12 +98,12 @@ void EarleyParser::Add(int32_t node, const EarleySet* origin) {
   for (size_t i = HashItem(node, origin) & mask;; i = (i + 1) & mask) {
     if (s_.table_stamp[i] != s_.stamp) {
       s_.table_stamp[i] = s_.stamp;
-      s_.table[i] = {node, origin};
-      s_.work.push_back({node, origin});
+      s_.table[i] = {node, count, origin};
+      s_.work.push_back({node, count, origin});
       Track(node);
       return;
     }
-    if (s_.table[i].node == node && s_.table[i].origin == origin) return;
+    if (s_.table[i].node == node && s_.table[i].origin == origin && s_.table[i].count == count) return;
   }
 }
 
@@ -143,7 +145,8 @@ void EarleyParser::Complete(const EarleySet& origin, int32_t rule) {
   if (entry) {
     auto it = std::lower_bound(entry->callers.begin(), entry->callers.end(), rule,
                                [](const EarleyCaller& c, int32_t r) { return c.rule < r; });
-    for (; it != entry->callers.end() && it->rule == rule; ++it) Add(it->target, it->origin);
+    // (A caller has rule edges, so it is in an ordinary rule: count 0.)
+    for (; it != entry->callers.end() && it->rule == rule; ++it) Add(it->target, 0, it->origin);
     return;
   }
   if (origin.items.size() >= kMinItems && s_.num_origins < kMaxOrigins) {
@@ -155,7 +158,7 @@ void EarleyParser::Complete(const EarleySet& origin, int32_t rule) {
   for (const EarleyItem& waiting : origin.items) {
     int32_t n = waiting.node;
     for (int32_t e = fsm_.rule_edge_begin[n]; e < fsm_.edge_begin[n + 1]; ++e) {
-      if (fsm_.edges[e].rule == rule) Add(fsm_.edges[e].target, waiting.origin);
+      if (fsm_.edges[e].rule == rule) Add(fsm_.edges[e].target, 0, waiting.origin);
     }
   }
 }
@@ -166,7 +169,7 @@ void EarleyParser::Close(EarleySet* out) {
   for (size_t i = 0; i < s_.work.size(); ++i) {
     const EarleyItem item = s_.work[i];
     int32_t node = item.node;
-    if (fsm_.node_final[node]) {
+    if (fsm_.node_final[node] && (!counts_ || MayEnd(fsm_, node, item.count))) {
       int32_t rule = fsm_.node_rule[node];
       if (rule == fsm_.root && item.origin->initial) out->accepting = true;
       if (item.origin == watched_) *watch_hit_ = true;
@@ -174,7 +177,7 @@ void EarleyParser::Close(EarleySet* out) {
         // The root has no callers: ending it assumes nothing (free text after a tag).
         if (generic_hit_ && !(*call_targets_)[rule].empty()) *generic_hit_ = true;
         if (reached_) reached_->ReadCallTargets(node);
-        for (int32_t t : (*call_targets_)[rule]) Add(t, generic_);
+        for (int32_t t : (*call_targets_)[rule]) Add(t, 0, generic_);
       } else if (item.origin != out) {
         // (Completions with origin == out are nullable rules, skipped at prediction.)
         Complete(*item.origin, rule);
@@ -182,14 +185,14 @@ void EarleyParser::Close(EarleySet* out) {
     }
     for (int32_t e = fsm_.rule_edge_begin[node]; e < fsm_.edge_begin[node + 1]; ++e) {
       int32_t callee = fsm_.edges[e].rule;
-      Add(fsm_.rule_start[callee], out);
-      if (fsm_.rule_nullable[callee]) Add(fsm_.edges[e].target, item.origin);
+      Add(fsm_.rule_start[callee], 0, out);
+      if (fsm_.rule_nullable[callee]) Add(fsm_.edges[e].target, item.count, item.origin);
     }
   }
   out->items.clear();
   out->next_bytes = ByteSet{};
   for (const EarleyItem& it : s_.work) {
-    if (!fsm_.HasEdges(it.node)) continue;
+    if (!fsm_.HasEdges(it.node) || (counts_ && !HasLiveEdges(fsm_, it.node, it.count))) continue;
     out->items.push_back(it);
     const ByteSet& fb = fsm_.first_bytes[it.node];
     for (int k = 0; k < 4; ++k) out->next_bytes[k] |= fb[k];
@@ -254,8 +257,10 @@ bool ParseSignature(const EarleySet& set, size_t max_items, std::string* out) {
     for (const EarleyItem& it : s->items) {
       size_t id = std::find(sets.begin(), sets.end(), it.origin) - sets.begin();
       if (id == sets.size()) sets.push_back(it.origin);
-      words.push_back(it.node);
+      // A count (counted rules only) follows a node word flagged in its top bit.
+      words.push_back(it.count == 0 ? it.node : static_cast<int32_t>(static_cast<uint32_t>(it.node) | 0x80000000u));
       words.push_back(static_cast<int32_t>(id));
+      if (it.count != 0) words.push_back(it.count);
     }
   }
   out->assign(reinterpret_cast<const char*>(words.data()), words.size() * sizeof(int32_t));
@@ -289,7 +294,7 @@ void EarleyParser::Initial(EarleySet* out) {
   BeginSet();
   out->accepting = false;
   out->initial = true;
-  Add(fsm_.rule_start[fsm_.root], out);
+  Add(fsm_.rule_start[fsm_.root], 0, out);
   Close(out);
 }
 
@@ -297,7 +302,7 @@ void EarleyParser::Seed(int32_t node, const EarleySet* origin, EarleySet* out) {
   BeginSet();
   out->accepting = false;
   out->initial = false;
-  Add(node, origin);
+  Add(node, fsm_.IsCounted(node) ? kFreeCount : 0, origin);
   Close(out);
 }
 
@@ -307,9 +312,9 @@ void EarleyParser::Extend(const EarleySet* base, const std::vector<int32_t>& nod
   out->accepting = base && base->accepting;
   out->initial = false;
   if (base) {
-    for (const EarleyItem& it : base->items) Add(it.node, it.origin);
+    for (const EarleyItem& it : base->items) Add(it.node, it.count, it.origin);
   }
-  for (int32_t n : nodes) Add(n, origin);
+  for (int32_t n : nodes) Add(n, 0, origin);
   Close(out);
 }
 
@@ -320,16 +325,17 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
     // calls no rule needs no closure, unless it ends its rule where callers wait.
     const EarleyItem& it = prev.items[0];
     int32_t t = fsm_.ByteTarget(it.node, byte);
-    if (t < 0) return false;
+    int32_t count = it.count;
+    if (t < 0 || (counts_ && !StepCount(fsm_, it, t, &count))) return false;
     Track(t);
     bool calls = fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1];
-    bool ends = fsm_.node_final[t];
+    bool ends = fsm_.node_final[t] && (!counts_ || MayEnd(fsm_, t, count));
     if (!calls && (!ends || (it.origin != generic_ && it.origin->items.empty()))) {
       out->accepting = ends && fsm_.node_rule[t] == fsm_.root && it.origin->initial;
       if (ends && it.origin == watched_) *watch_hit_ = true;
-      if (fsm_.HasEdges(t)) {
+      if (fsm_.HasEdges(t) && (!counts_ || HasLiveEdges(fsm_, t, count))) {
         out->items.resize(1);  // not assign(): no allocation once the set has held an item
-        out->items[0] = EarleyItem{t, it.origin};
+        out->items[0] = EarleyItem{t, count, it.origin};
         out->next_bytes = fsm_.first_bytes[t];
       } else {
         out->items.clear();
@@ -342,7 +348,8 @@ bool EarleyParser::AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleyS
   out->accepting = false;
   for (const EarleyItem& it : prev.items) {
     int32_t t = fsm_.ByteTarget(it.node, byte);
-    if (t >= 0) Add(t, it.origin);
+    int32_t count = it.count;
+    if (t >= 0 && (!counts_ || StepCount(fsm_, it, t, &count))) Add(t, count, it.origin);
   }
   if (s_.work.empty()) return false;
   Close(out);

@@ -19,8 +19,34 @@ class EarleySet;
 
 struct EarleyItem {
   int32_t node;              // automaton node (its rule is fsm.node_rule[node])
+  // In a counted rule (GrammarFsm::node_counts), the repetitions completed, or
+  // kFreeCount; 0 in any other rule. (Fits the padding before `origin`.)
+  int32_t count;
   const EarleySet* origin;   // set where the rule was predicted (an ancestor, or this set)
 };
+
+// The count after a byte step of `it` to node `to`, in *count; false when the bounds
+// forbid the step (a repetition begun past the maximum). Leaving a counted rule's start
+// begins a repetition, entering it completes one.
+inline bool StepCount(const GrammarFsm& fsm, const EarleyItem& it, int32_t to, int32_t* count) {
+  *count = it.count;
+  if (!fsm.any_counted || it.count < 0) return true;  // nothing to count, or free
+  // (Byte edges stay in their rule: only a counted rule's start counts, leaving or entering.)
+  if (fsm.node_counts[it.node] && it.count >= fsm.rule_count_max[fsm.node_rule[it.node]]) return false;
+  if (fsm.node_counts[to]) ++*count;
+  return true;
+}
+
+// Whether an item has edges it may take (a counted rule's start: none at its maximum).
+inline bool HasLiveEdges(const GrammarFsm& fsm, int32_t node, int32_t count) {
+  return fsm.HasEdges(node) && (!fsm.any_counted || !fsm.node_counts[node] || count < 0 ||
+                                count < fsm.rule_count_max[fsm.node_rule[node]]);
+}
+
+// Whether an item at a final node may end its rule (a counted rule: past its minimum).
+inline bool MayEnd(const GrammarFsm& fsm, int32_t node, int32_t count) {
+  return !fsm.any_counted || !fsm.node_counts[node] || count < 0 || count >= fsm.rule_count_min[fsm.node_rule[node]];
+}
 
 class EarleySet : public std::enable_shared_from_this<EarleySet> {
  public:
@@ -29,7 +55,7 @@ class EarleySet : public std::enable_shared_from_this<EarleySet> {
   EarleySet& operator=(const EarleySet&) = delete;
   ~EarleySet();
 
-  SmallVector<EarleyItem, 4> items;  // items at nodes that still have edges
+  SmallVector<EarleyItem, 4> items;  // items that still have edges to take (HasLiveEdges)
   ByteSet next_bytes{};           // bytes some item can scan
   bool accepting = false;         // the root rule is complete here
   bool initial = false;           // the set before any byte (set by EarleyParser::Initial)
@@ -105,13 +131,14 @@ class ScratchSets {
 // Builds Earley sets for one grammar; cheap to construct per call.
 class EarleyParser {
  public:
-  EarleyParser(const GrammarFsm& fsm, EarleyScratch& scratch) : fsm_(fsm), s_(scratch) {}
+  EarleyParser(const GrammarFsm& fsm, EarleyScratch& scratch) : fsm_(fsm), s_(scratch), counts_(fsm.any_counted) {}
 
   const GrammarFsm& fsm() const { return fsm_; }
 
   // The set before any byte: the root rule predicted.
   void Initial(EarleySet* out);
-  // The set holding one item (node, origin) and its closure.
+  // The set holding one item (node, origin) and its closure; in a counted rule, the
+  // item's count is free (kFreeCount): the node as seen without its context.
   void Seed(int32_t node, const EarleySet* origin, EarleySet* out);
   // From now on, a completion of an item whose origin is `watched` sets *hit. The
   // mask cache uses it to see where a rule, parsed without its parents, could end.
@@ -163,7 +190,7 @@ class EarleyParser {
 
  private:
   bool AdvanceScannable(const EarleySet& prev, uint8_t byte, EarleySet* out);
-  void Add(int32_t node, const EarleySet* origin);
+  void Add(int32_t node, int32_t count, const EarleySet* origin);
   void Close(EarleySet* out);
   // The items of `origin` waiting for `rule` go on (the completer step).
   void Complete(const EarleySet& origin, int32_t rule);
@@ -181,6 +208,7 @@ class EarleyParser {
   const std::vector<std::vector<int32_t>>* call_targets_ = nullptr;
   bool* generic_hit_ = nullptr;
   NodeSet* reached_ = nullptr;
+  const bool counts_;  // the grammar has counted rules: items' counts matter
 };
 
 }  // namespace xgr2

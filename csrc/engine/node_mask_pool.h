@@ -61,6 +61,7 @@ class NodeMaskPool {
     kGrammarId = 'g',    // GrammarId's (automata, id) by AutomataHash
     kSameContext = 'x',  // ContextTokens of one grammar's node in a context
     kStructInner = 's',  // InnerMask of a node by its rule's structure id (GrammarFsm::rule_structure)
+    kRepeats = 'p',      // TokenList: repetitions begun per token in a counted rule (TokenMaskCache)
   };
 
   // A lookup counts a hit when found; misses are counted by FindByReach only (a per-
@@ -91,7 +92,7 @@ class NodeMaskPool {
   // instructions (callgrind).
   static constexpr size_t kMaxKeysPerCore = 16;
   static std::string_view KeyPrefix(Kind kind) {
-    static constexpr char kKinds[] = "icrnlgxs";  // every Kind's byte, in static storage
+    static constexpr char kKinds[] = "icrnlgxsp";  // every Kind's byte, in static storage
     return {std::char_traits<char>::find(kKinds, sizeof(kKinds) - 1, static_cast<char>(kind)), 1};
   }
   using Matches = std::function<bool(const std::string&)>;
@@ -153,7 +154,7 @@ class NodeMaskPool {
   template <class T>
   static void CheckType(Kind kind) {
     bool inner = kind == Kind::kInner || kind == Kind::kSameInner || kind == Kind::kStructInner;
-    bool list = kind == Kind::kSameList;
+    bool list = kind == Kind::kSameList || kind == Kind::kRepeats;
     bool context = kind == Kind::kContext || kind == Kind::kSameContext;
     if (std::is_same_v<T, InnerMask>      ? !inner
         : std::is_same_v<T, TokenList>    ? !list

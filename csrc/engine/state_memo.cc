@@ -40,7 +40,7 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
   };
   uint64_t hash = set.initial ? 0x243F6A8885A308D3ull : 0x13198A2E03707344ull;
   for (const EarleyItem& item : set.items) {
-    hash = (hash ^ static_cast<uint32_t>(item.node)) * 0x9E3779B97F4A7C15ull;
+    hash = (hash ^ static_cast<uint32_t>(item.node)) * 0x9E3779B97F4A7C15ull;  // (counts: compared below)
     hash = (hash ^ reinterpret_cast<uintptr_t>(origin_of(item.origin))) * 0xBF58476D1CE4E5B9ull;
     hash ^= hash >> 31;
   }
@@ -49,7 +49,10 @@ int32_t StateMemo::Intern(const EarleySet& set, const Aliases& aliases) {
     for (size_t k = 0; k < set.items.size(); ++k) {
       const EarleyItem& have = s.set.items[k];
       const EarleySet* origin = origin_of(set.items[k].origin);
-      if (have.node != set.items[k].node || have.origin != (origin ? origin : &s.set)) return false;
+      if (have.node != set.items[k].node || have.count != set.items[k].count ||
+          have.origin != (origin ? origin : &s.set)) {
+        return false;
+      }
     }
     return true;
   };

@@ -58,11 +58,14 @@ std::shared_ptr<const EarleySet> UnionOfSets(const EarleySet& a, const EarleySet
   auto out = std::make_shared<EarleySet>();
   struct Hash {
     size_t operator()(const EarleyItem& i) const {
-      return std::hash<const void*>()(i.origin) * 31 + static_cast<size_t>(i.node);
+      return (std::hash<const void*>()(i.origin) * 31 + static_cast<size_t>(i.node)) * 31 +
+             static_cast<size_t>(static_cast<uint32_t>(i.count));
     }
   };
   struct Eq {
-    bool operator()(const EarleyItem& x, const EarleyItem& y) const { return x.node == y.node && x.origin == y.origin; }
+    bool operator()(const EarleyItem& x, const EarleyItem& y) const {
+      return x.node == y.node && x.count == y.count && x.origin == y.origin;
+    }
   };
   std::unordered_set<EarleyItem, Hash, Eq> seen;
   for (const EarleySet* s : {&a, &b}) {

@@ -263,6 +263,29 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, Missin
     contexts.push_back(FindContext(*masks[k], kernel[k].node, *kernel[k].origin, !lookup_only));
     if (!contexts.back()) return false;
   }
+  // A node's classification and contexts are made with a free count (kFreeCount), which
+  // an item of a counted rule matches unless it is near a bound: short of the minimum
+  // (a token may end the rule too early) or with fewer repetitions left than a token has
+  // bytes (a long token may repeat too often). Such an item's crossing tokens, and the
+  // tokens longer than its repetitions left, are left to the full parser.
+  struct Near {
+    bool near = false;
+    int64_t left = 0;   // repetitions it may still begin
+    int64_t short_ = 0;  // repetitions it must still complete before its rule may end
+  };
+  thread_local std::vector<Near> near;
+  near.assign(kernel.size(), Near{});
+  int64_t long_over = INT64_MAX;  // accepted tokens of more bytes than this are decided again
+  for (size_t k = 0; k < kernel.size() && fsm_.any_counted; ++k) {
+    const EarleyItem& it = kernel[k];
+    if (it.count < 0 || !fsm_.IsCounted(it.node)) continue;
+    const int32_t rule = fsm_.node_rule[it.node];
+    const int64_t left = int64_t{fsm_.rule_count_max[rule]} - it.count;
+    const int64_t short_ = std::max<int64_t>(0, fsm_.rule_count_min[rule] - it.count);
+    if (short_ == 0 && left >= tok_.max_token_bytes()) continue;
+    near[k] = {true, left, short_};
+    if (left < tok_.max_token_bytes()) long_over = std::min(long_over, left);
+  }
   size_t copied = masks.size();
   if (!zeroed) {
     const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
@@ -280,19 +303,70 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, Missin
   for (size_t k = 0; k < masks.size(); ++k) {
     if (k != copied) masks[k]->OrInto(words);
   }
+  const std::vector<int32_t>& sorted = tok_.sorted_ids();
+  uncertain.clear();
+  if (long_over != INT64_MAX) {
+    // Tokens that only items near their maximum accept may begin too many repetitions.
+    // With one such item, they are decided by the repetitions each begins in its rule
+    // (RepetitionsFrom); with several, by the full parser.
+    const size_t num_words = (static_cast<size_t>(tok_.vocab_size()) + 31) / 32;
+    thread_local std::vector<uint32_t> others;  // what the other items accept
+    others.assign(num_words, 0);
+    int32_t only_near = -1, num_near = 0;
+    for (size_t k = 0; k < kernel.size(); ++k) {
+      if (!near[k].near) {
+        masks[k]->OrInto(others.data());
+      } else if (near[k].left < tok_.max_token_bytes()) {
+        only_near = static_cast<int32_t>(k), ++num_near;
+      }
+    }
+    if (num_near == 1) {
+      DecideLongTokens(kernel[only_near], near[only_near].left, others.data(), words, &uncertain);
+    } else {
+      const int32_t num_text = static_cast<int32_t>(sorted.size());
+      for (int32_t pos = 0; pos < num_text; ++pos) {
+        if (static_cast<int64_t>(tok_.sorted_text(pos).size()) <= long_over) continue;
+        const int32_t id = sorted[pos];
+        const uint32_t bit = uint32_t{1} << (id & 31);
+        if (!(words[id >> 5] & bit) || (others[id >> 5] & bit)) continue;
+        words[id >> 5] &= ~bit;
+        uncertain.push_back(pos);  // ascending
+      }
+    }
+  }
   // The tokens each item's callers' context accepts for certain; only the uncertain ones
   // that nothing accepted need the full parser: filter each item's (sorted) list,
-  // narrowed to its callers' context, before merging.
-  const std::vector<int32_t>& sorted = tok_.sorted_ids();
-  for (const ContextTokens* context : contexts) {
-    for (int32_t pos : context->certain) words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31);
+  // narrowed to its callers' context, before merging. For an item near its bounds, a
+  // token too short to complete its minimum cannot end the rule; a certain one stays
+  // certain when the minimum is met and it is no longer than the repetitions left (its
+  // part in the rule fits); the others need the full parser.
+  auto set_bit = [&](int32_t pos) { words[sorted[pos] >> 5] |= uint32_t{1} << (sorted[pos] & 31); };
+  auto is_set = [&](int32_t pos) { return (words[sorted[pos] >> 5] >> (sorted[pos] & 31)) & 1; };
+  for (size_t k = 0; k < contexts.size(); ++k) {
+    const Near& n = near[k];
+    for (int32_t pos : contexts[k]->certain) {
+      const int64_t len = static_cast<int64_t>(tok_.sorted_text(pos).size());
+      if (!n.near || (n.short_ == 0 && len <= n.left)) set_bit(pos);
+    }
   }
-  uncertain.clear();
-  for (const ContextTokens* context : contexts) {
+  for (size_t k = 0; k < contexts.size(); ++k) {
+    const ContextTokens* context = contexts[k];
+    const Near& n = near[k];
+    auto undecided = [&](int32_t pos) {
+      if (is_set(pos)) return false;
+      return !n.near || static_cast<int64_t>(tok_.sorted_text(pos).size()) >= n.short_;
+    };
     run.clear();
-    for (int32_t pos : context->uncertain) {
-      int32_t id = sorted[pos];
-      if (!((words[id >> 5] >> (id & 31)) & 1)) run.push_back(pos);
+    if (!n.near) {
+      for (int32_t pos : context->uncertain) {
+        if (undecided(pos)) run.push_back(pos);
+      }
+    } else {  // both lists, merged in order
+      const TokenList &a = context->uncertain, &b = context->certain;
+      for (size_t i = 0, j = 0; i < a.size() || j < b.size();) {
+        int32_t pos = j == b.size() || (i < a.size() && a[i] < b[j]) ? a[i++] : b[j++];
+        if (undecided(pos)) run.push_back(pos);
+      }
     }
     // Each list is ascending and distinct: a union is one linear pass, where sorting the
     // concatenation of two long, nearly equal lists (the two `ws` before a C identifier:
@@ -340,8 +414,10 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, Missin
       int32_t id = sorted[pos];
       if ((words[id >> 5] >> (id & 31)) & 1) accepted->push_back(id);
     }
-    for (const ContextTokens* context : contexts) {
-      for (int32_t pos : context->certain) accepted->push_back(sorted[pos]);
+    for (size_t k = 0; k < contexts.size(); ++k) {
+      for (int32_t pos : contexts[k]->certain) {
+        if (is_set(pos)) accepted->push_back(sorted[pos]);  // (near its bounds: maybe not)
+      }
     }
     int64_t bytes = static_cast<int64_t>(PoolBytes(*accepted));
     ids = pool_->Insert<TokenList>(NodeMaskPool::Kind::kSameList, same, std::move(accepted), bytes);
@@ -350,6 +426,109 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, Missin
   if (walk_results_.size() >= kMaxWalkResults) walk_results_.clear();  // bounded; start over
   walk_results_.emplace(signature, std::move(ids));
   return true;
+}
+
+std::shared_ptr<const TokenList> TokenMaskCache::RepetitionsFrom(int32_t node) const {
+  {
+    std::shared_lock<std::shared_mutex> lock(context_mu_);
+    auto it = repetitions_.find(node);
+    if (it != repetitions_.end()) return it->second;
+  }
+  // The same in every grammar with this rule's automaton, whatever its bounds.
+  const int32_t rule = fsm_.node_rule[node], offset = node - fsm_.rule_start[rule];
+  std::string key(reinterpret_cast<const char*>(&fsm_.rule_loop_id[rule]), sizeof(int64_t));
+  key.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
+  std::shared_ptr<const TokenList> found = pool_->Find<TokenList>(NodeMaskPool::Kind::kRepeats, key);
+  if (!found) {
+    // Every text token walked by the rule's automaton alone (a step table per node of the
+    // rule, the trie in preorder), counting the repetitions it begins (leaving the rule's
+    // start): pairs (count, position), most first.
+    const int32_t start = fsm_.rule_start[rule];
+    const int32_t size = (rule + 1 < static_cast<int32_t>(fsm_.rule_start.size()) ? fsm_.rule_start[rule + 1]
+                                                                                : fsm_.NumNodes()) - start;
+    std::vector<int32_t> step(static_cast<size_t>(size) * 256);
+    for (int32_t n = 0; n < size; ++n) {
+      for (int b = 0; b < 256; ++b) {
+        const int32_t to = fsm_.ByteTarget(start + n, static_cast<uint8_t>(b));
+        step[static_cast<size_t>(n) * 256 + b] = to < 0 ? -1 : to - start;
+      }
+    }
+    const TokenTrie& trie = tok_.trie();
+    std::vector<std::pair<int32_t, int32_t>> at(static_cast<size_t>(tok_.max_token_bytes()) + 1);  // (node, begun)
+    at[0] = {node - start, 0};
+    std::vector<std::vector<int32_t>> by_count(static_cast<size_t>(tok_.max_token_bytes()) + 1);
+    for (int32_t i = 0; i < trie.size();) {
+      const TokenTrie::Node& t = trie.nodes[i];
+      const auto [from, begun] = at[t.depth - 1];
+      const int32_t to = step[static_cast<size_t>(from) * 256 + t.byte];
+      if (to < 0) {
+        i = t.next;  // the subtree dies
+        continue;
+      }
+      const int32_t now = begun + (from == 0);  // leaving the start begins one
+      at[t.depth] = {to, now};
+      if (now >= 1) {
+        for (int32_t k = 0; k < trie.num_tokens[i]; ++k) by_count[now].push_back(trie.first_pos[i] + k);
+      }
+      ++i;
+    }
+    auto list = std::make_shared<TokenList>();
+    for (size_t c = by_count.size(); c-- > 1;) {
+      for (int32_t pos : by_count[c]) list->push_back(static_cast<int32_t>(c)), list->push_back(pos);
+    }
+    list->shrink_to_fit();
+    int64_t bytes = static_cast<int64_t>(PoolBytes(*list));
+    found = pool_->Insert<TokenList>(NodeMaskPool::Kind::kRepeats, key, std::move(list), bytes);
+  }
+  std::unique_lock<std::shared_mutex> lock(context_mu_);
+  return repetitions_.emplace(node, std::move(found)).first->second;
+}
+
+void TokenMaskCache::DecideLongTokens(const EarleyItem& item, int64_t left, const uint32_t* others, uint32_t* words,
+                                      std::vector<int32_t>* undecided) const {
+  // A token that stays in the rule begins the same repetitions as its free-count walk
+  // (the one its node's classification took): accepted with the item's count while they
+  // fit in `left`. Those that begin more die in the rule, unless the rule ends on the
+  // way and the callers go on: only with a byte that may follow the rule (a JSON
+  // string's closing quote) somewhere in the token. Those go to the full parser.
+  ByteSet follow{};
+  for (int32_t t : call_targets_[fsm_.node_rule[item.node]]) {
+    if (fsm_.node_final[t] || fsm_.rule_edge_begin[t] != fsm_.edge_begin[t + 1]) {
+      follow.fill(~uint64_t{0});  // anything may follow
+      break;
+    }
+    for (int w = 0; w < 4; ++w) follow[w] |= fsm_.first_bytes[t][w];
+  }
+  // The tokens below live through the rule: a follow byte in one is a byte of the rule.
+  const int32_t rule = fsm_.node_rule[item.node];
+  const int32_t end = rule + 1 < static_cast<int32_t>(fsm_.rule_start.size()) ? fsm_.rule_start[rule + 1] : fsm_.NumNodes();
+  ByteSet in_rule{};
+  for (int32_t n = fsm_.rule_start[rule]; n < end; ++n) {
+    for (int w = 0; w < 4; ++w) in_rule[w] |= fsm_.first_bytes[n][w];
+  }
+  bool may_follow = false;
+  for (int w = 0; w < 4; ++w) may_follow |= (follow[w] &= in_rule[w]) != 0;
+  const std::vector<int32_t>& sorted = tok_.sorted_ids();
+  const size_t first = undecided->size();
+  // From the start, the j-th repetition begins with j - 1 more completed; elsewhere the
+  // one under way completes first.
+  const int64_t may_begin = fsm_.node_counts[item.node] ? left : left - 1;
+  const TokenList& begun = *RepetitionsFrom(item.node);
+  for (size_t k = 0; k < begun.size(); k += 2) {
+    if (begun[k] <= may_begin) break;  // most first
+    const int32_t pos = begun[k + 1], id = sorted[pos];
+    const uint32_t bit = uint32_t{1} << (id & 31);
+    if (!(words[id >> 5] & bit) || (others[id >> 5] & bit)) continue;
+    words[id >> 5] &= ~bit;
+    if (!may_follow) continue;
+    for (char c : tok_.sorted_text(pos)) {
+      if (ByteSetHas(follow, static_cast<uint8_t>(c))) {
+        undecided->push_back(pos);
+        break;
+      }
+    }
+  }
+  std::sort(undecided->begin() + static_cast<std::ptrdiff_t>(first), undecided->end());
 }
 
 void TokenMaskCache::KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const {

@@ -114,6 +114,18 @@ class TokenMaskCache {
   // else it is written whole (a dense node mask copied in, not ORed into a cleared row:
   // one pass over the row instead of two).
   bool FillFromCache(const EarleySet& set, uint32_t* words, Missing missing, bool zeroed) const;
+  // For a kernel item in a counted rule with `left` repetitions to go, fewer than a
+  // token may begin: clears in `words` the tokens (unless in `others`, what the other
+  // kernel items accept) that begin more in its rule, and appends to `undecided`, in
+  // ascending order, those of them that may also end the rule on the way (for the full
+  // parser). `undecided` must hold nothing greater before.
+  void DecideLongTokens(const EarleyItem& item, int64_t left, const uint32_t* others, uint32_t* words,
+                        std::vector<int32_t>* undecided) const;
+  // Per text token that lives through the counted rule of `node` from there by its
+  // automaton alone, the repetitions it begins: pairs (count, sorted position), most
+  // first, tokens that begin none left out. Shared through the pool by the rule's
+  // automaton (GrammarFsm::rule_loop_id).
+  std::shared_ptr<const TokenList> RepetitionsFrom(int32_t node) const;
   // The items whose node masks make the set's (see FillFromCache).
   void KernelOf(const EarleySet& set, std::vector<EarleyItem>* kernel) const;
   // Counts a cold visit of the set's kernel nodes; false once one of them has had
@@ -155,10 +167,11 @@ class TokenMaskCache {
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   bool direct_cold_walks_;
   std::unique_ptr<std::atomic<uint8_t>[]> direct_visits_;  // per node: cold direct walks so far
-  mutable std::shared_mutex context_mu_;  // guards the two maps below
+  mutable std::shared_mutex context_mu_;  // guards the three maps below
   mutable std::unordered_map<std::string, std::shared_ptr<const ContextTokens>> contexts_;
   // Uncertain tokens the full parser accepted, by ParseSignature of the state.
   mutable std::unordered_map<std::string, std::shared_ptr<const std::vector<int32_t>>> walk_results_;
+  mutable std::unordered_map<int32_t, std::shared_ptr<const TokenList>> repetitions_;  // by node
 };
 
 }  // namespace xgr2

@@ -29,6 +29,12 @@ inline void ByteSetAddRange(ByteSet& s, uint8_t lo, uint8_t hi) {
   }
 }
 
+// EarleyItem::count of an item whose completed repetitions are unknown (a node
+// classified without its context): it may begin another repetition and end its rule
+// anywhere, as the unbounded rule would.
+constexpr int32_t kFreeCount = -1;
+constexpr int32_t kUnboundedCount = 0x7FFFFFFF;
+
 struct GrammarFsm {
   int32_t root = 0;
   std::vector<int32_t> rule_start;      // start node of each rule
@@ -43,8 +49,19 @@ struct GrammarFsm {
   // equal for equal structures in any grammar of the process; -1 for a rule on a call
   // cycle or one that calls such a rule (the shared node masks of TokenMaskCache).
   std::vector<int64_t> rule_structure;
+  // Counted rules (Rule::counted, grammar/repetition.h): per rule its bounds (-1 for an
+  // ordinary rule; count_max kUnboundedCount when unbounded), and per node whether it is
+  // a counted rule's start, where each repetition begins and ends. An item of a counted
+  // rule carries how many repetitions it has completed (EarleyItem::count).
+  std::vector<int32_t> rule_count_min, rule_count_max;
+  std::vector<uint8_t> node_counts;
+  // Per counted rule, an id of its automaton whatever its bounds (-1 for other rules),
+  // equal in every grammar of the process: what a count-free walk inside it depends on.
+  std::vector<int64_t> rule_loop_id;
+  bool any_counted = false;  // some rule is counted (else the parser skips every count check)
 
   int32_t NumNodes() const { return static_cast<int32_t>(node_rule.size()); }
+  bool IsCounted(int32_t node) const { return rule_count_min[node_rule[node]] >= 0; }
   bool HasEdges(int32_t n) const { return edge_begin[n] != edge_begin[n + 1]; }
 
   // Target of the byte edge out of node n on b, or -1.
@@ -56,6 +73,13 @@ struct GrammarFsm {
     return -1;
   }
 };
+
+// Whether the expression can be a counted rule's body (Rule::counted): a finite
+// language (rule references only to ordinary rules without lookahead, no recursion, no
+// loop, no token or dispatch expression; a small automaton) that is prefix-free (no
+// string of it is a proper prefix of another: where one repetition ends is then known
+// byte by byte) and lacks "".
+bool IsCountableBody(const GrammarIR& g, int32_t expr);
 
 // Builds the automata; prunes rules that derive no finite string and nodes that
 // cannot reach a final node. Throws GrammarError when the root derives nothing or a

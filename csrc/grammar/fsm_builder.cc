@@ -328,7 +328,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       int32_t r = f.rule;
       stack.pop_back();
       // Sized while still open: a rule that calls itself is never inlined.
-      if (r != g.root && !g.rules[r].shared) {
+      if (r != g.root && !g.rules[r].shared && !g.rules[r].counted()) {
         int64_t s = expr_size(g.rules[r].body);
         int64_t limit = !calls(g.rules[r].body) ? kMaxInlineExprs
                         : call_sites[r] == 1    ? kMaxInlineOnceCallingExprs
@@ -545,7 +545,133 @@ std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& 
   return id;
 }
 
+// Whether `expr`, with the rules it references expanded in place, is finite and small
+// enough to copy into one automaton: no recursion, no unbounded repetition, no counted
+// rule (its body copied once would lose the count), no lookahead, no token or dispatch
+// expression, and at most *budget expressions once expanded.
+bool ExpandsRegular(const GrammarIR& g, int32_t expr, std::vector<uint8_t>& open, int64_t* budget) {
+  if (--*budget < 0) return false;
+  const Expr& e = g.exprs[expr];
+  if (e.kind == ExprKind::kToken || e.kind == ExprKind::kTagDispatch) return false;
+  if (e.kind == ExprKind::kRepeat && e.max < 0) return false;  // a loop: not finite (PrefixFreeNonEmpty)
+  if (e.kind == ExprKind::kRuleRef) {
+    const Rule& r = g.rules[e.rule];
+    if (open[e.rule] || r.counted() || r.lookahead >= 0 || r.body < 0) return false;
+    open[e.rule] = 1;
+    bool ok = ExpandsRegular(g, r.body, open, budget);
+    open[e.rule] = 0;
+    return ok;
+  }
+  for (int32_t c : e.children) {
+    if (!ExpandsRegular(g, c, open, budget)) return false;
+  }
+  return true;
+}
+
+// The automaton of `body` with every referenced rule expanded in place (ExpandsRegular
+// must hold).
+RuleDfa ExpandedDfa(const GrammarIR& g, int32_t body, int64_t* budget) {
+  const size_t num_rules = g.rules.size();
+  const std::vector<uint8_t> all_inlined(num_rules, 1);
+  const std::vector<int32_t> no_rank(num_rules, -1);
+  NfaBuilder nb(g, all_inlined, no_rank, budget);
+  int32_t start = nb.NewNode();
+  int32_t end = nb.Build(body, start);
+  return Determinize(nb.Take(), start, end, "repetition");
+}
+
+// Whether the automaton (no rule edges) is small, finite, prefix-free and lacks "": at
+// most kMaxCountedBodyNodes nodes, no cycle through nodes from which a final one is
+// reachable, no final node with an edge on to such a node, the start not final, and
+// some string reaches a final node. (A finite body is a character, an escape, a code:
+// a body with a loop, such as an array item holding a string, keeps its own rules,
+// shared with other grammars, instead of being copied into one automaton here.)
+bool PrefixFreeNonEmpty(const RuleDfa& d) {
+  constexpr int32_t kMaxCountedBodyNodes = 512;
+  const int32_t n = d.NumNodes();
+  if (n == 0 || n > kMaxCountedBodyNodes || d.final[0]) return false;
+  std::vector<uint8_t> live(d.final.begin(), d.final.end());
+  for (bool changed = true; changed;) {  // small automata: a plain fixpoint
+    changed = false;
+    for (int32_t i = 0; i < n; ++i) {
+      for (int32_t k = d.begin[i]; k < d.begin[i + 1] && !live[i]; ++k) {
+        if (live[d.edges[k].target]) live[i] = 1, changed = true;
+      }
+    }
+  }
+  if (!live[0]) return false;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!d.final[i]) continue;
+    for (int32_t k = d.begin[i]; k < d.begin[i + 1]; ++k) {
+      if (live[d.edges[k].target]) return false;
+    }
+  }
+  // No cycle among live nodes: a depth-first search that meets a node on its stack.
+  enum : uint8_t { kUnseen, kOnStack, kDone };
+  std::vector<uint8_t> state(n, kUnseen);
+  std::vector<std::pair<int32_t, int32_t>> stack{{0, d.begin[0]}};  // (node, next edge)
+  state[0] = kOnStack;
+  while (!stack.empty()) {
+    auto& [node, edge] = stack.back();
+    if (edge == d.begin[node + 1]) {
+      state[node] = kDone;
+      stack.pop_back();
+      continue;
+    }
+    const int32_t to = d.edges[edge++].target;
+    if (!live[to] || state[to] == kDone) continue;
+    if (state[to] == kOnStack) return false;
+    state[to] = kOnStack;
+    stack.emplace_back(to, d.begin[to]);
+  }
+  return true;
+}
+
+// A counted rule's automaton from its body's (`x`, PrefixFreeNonEmpty): a new start,
+// node 0, with the edges of the body's start; every edge into a final node of the body
+// led back to it; only it final. Leaving node 0 begins a repetition and entering it
+// completes one: the parser counts them there (EarleyParser, GrammarFsm::node_counts).
+RuleDfa CountedLoop(const RuleDfa& x) {
+  const int32_t n = x.NumNodes();
+  std::vector<int32_t> id(n, 0);  // final nodes become node 0
+  int32_t next = 1;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!x.final[i]) id[i] = next++;
+  }
+  RuleDfa d;
+  d.final.assign(next, 0);
+  d.final[0] = 1;
+  d.begin.push_back(0);
+  auto copy_edges = [&](int32_t from) {
+    for (int32_t k = x.begin[from]; k < x.begin[from + 1]; ++k) {
+      FsmEdge e = x.edges[k];
+      e.target = id[e.target];
+      d.edges.push_back(e);
+    }
+    d.begin.push_back(static_cast<int32_t>(d.edges.size()));
+  };
+  copy_edges(0);
+  for (int32_t i = 0; i < n; ++i) {
+    if (!x.final[i]) copy_edges(i);
+  }
+  return d;
+}
+
 }  // namespace
+
+bool IsCountableBody(const GrammarIR& g, int32_t expr) {
+  constexpr int64_t kMaxExpandedExprs = 4096;
+  constexpr int64_t kMaxNfaNodes = 1 << 16;
+  int64_t exprs = kMaxExpandedExprs;
+  std::vector<uint8_t> open(g.rules.size(), 0);
+  if (!ExpandsRegular(g, expr, open, &exprs)) return false;
+  int64_t nodes = kMaxNfaNodes;
+  try {
+    return PrefixFreeNonEmpty(ExpandedDfa(g, expr, &nodes));
+  } catch (const GrammarError&) {  // too large to copy into one automaton
+    return false;
+  }
+}
 
 GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   int32_t num_rules = static_cast<int32_t>(g.rules.size());
@@ -556,9 +682,31 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   std::vector<int32_t> rank(num_rules, -1);  // of the rules the current body calls
   std::vector<std::vector<int32_t>> ranked_callees(num_rules);  // each rule's, in rank order
   std::vector<int64_t> automaton_id(num_rules, -1);             // of the shared store
+  std::vector<int64_t> loop_id(num_rules, -1);                  // counted rules' (GrammarFsm::rule_loop_id)
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) {  // copied into every caller: its own automaton is never entered
       dfas.push_back(RuleDfa{{0}, {0, 0}, {}});
+      continue;
+    }
+    if (g.rules[r].counted()) {  // the body's automaton with every rule expanded, looping
+      // Keyed by the bounds too: walks into the rule count against them, so its
+      // structure id (and its callers') must tell them apart. (Ordinary keys begin
+      // with an expression kind, never negative.)
+      const std::vector<uint8_t> all_inlined(num_rules, 1);
+      std::vector<int32_t> none;
+      const int32_t header[3] = {-1, g.rules[r].count_min, g.rules[r].count_max};
+      const std::string body_key = IrKeyWriter(g, all_inlined).Key(g.rules[r].body, &none, -1);
+      std::string key(reinterpret_cast<const char*>(header), sizeof(header));
+      key += body_key;
+      const std::string loop_key = std::string(reinterpret_cast<const char*>(header), sizeof(int32_t)) + body_key;
+      RuleDfa dfa;
+      if (!FindSharedDfa(key, &dfa, &automaton_id[r])) {
+        dfa = CountedLoop(ExpandedDfa(g, g.rules[r].body, &budget));
+        automaton_id[r] = StoreSharedDfa(key, dfa);
+      }
+      RuleDfa same;
+      if (!FindSharedDfa(loop_key, &same, &loop_id[r])) loop_id[r] = StoreSharedDfa(loop_key, dfa);
+      dfas.push_back(std::move(dfa));
       continue;
     }
     std::vector<int32_t>& rules = ranked_callees[r];
@@ -596,14 +744,17 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   }
   // Marks every rule whose automaton reaches a final node through allowed edges;
   // a rule is rechecked only when a rule it calls becomes marked.
-  auto fixpoint = [&](auto edge_ok) {
+  // `unless` rules are never marked.
+  auto fixpoint = [&](auto edge_ok, auto unless) {
     std::vector<uint8_t> marked(num_rules, 0);
     std::vector<int32_t> work;
     for (int32_t r = 0; r < num_rules; ++r) work.push_back(r);
     while (!work.empty()) {
       int32_t r = work.back();
       work.pop_back();
-      if (marked[r] || !ReachesFinal(dfas[r], [&](const FsmEdge& e) { return edge_ok(e, marked); })) continue;
+      if (marked[r] || unless(r) || !ReachesFinal(dfas[r], [&](const FsmEdge& e) { return edge_ok(e, marked); })) {
+        continue;
+      }
       marked[r] = 1;
       for (int32_t c : callers[r]) {
         if (!marked[c]) work.push_back(c);
@@ -613,8 +764,10 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   };
 
   // Productive rules derive at least one finite string.
-  std::vector<uint8_t> productive =
-      fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule < 0 || m[e.rule]; });
+  // (A counted rule's body derives some string, so any count of it does.)
+  std::vector<uint8_t> productive = fixpoint(
+      [](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule < 0 || m[e.rule]; },
+      [](int32_t) { return false; });
   if (!productive[g.root]) {
     throw EmptyLanguageError("the root rule `" + g.rules[g.root].name + "` derives no finite string");
   }
@@ -659,8 +812,10 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   }
 
   // Nullable rules reach a final node from the start through nullable rule edges only.
+  // A counted rule's start is final, but derives "" only without a minimum.
   std::vector<uint8_t> nullable =
-      fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule >= 0 && m[e.rule]; });
+      fixpoint([](const FsmEdge& e, const std::vector<uint8_t>& m) { return e.rule >= 0 && m[e.rule]; },
+               [&](int32_t r) { return g.rules[r].count_min > 0; });
 
   GrammarFsm fsm;
   fsm.root = g.root;
@@ -670,6 +825,14 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   for (int32_t r = 0; r < num_rules; ++r) {
     fsm.rule_start.push_back(offset);
     offset += dfas[r].NumNodes();
+    const Rule& rule = g.rules[r];
+    fsm.rule_count_min.push_back(rule.counted() ? rule.count_min : -1);
+    fsm.rule_count_max.push_back(!rule.counted() ? -1 : rule.count_max < 0 ? kUnboundedCount : rule.count_max);
+  }
+  fsm.rule_loop_id = std::move(loop_id);
+  fsm.node_counts.assign(offset, 0);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (g.rules[r].counted()) fsm.node_counts[fsm.rule_start[r]] = 1, fsm.any_counted = true;
   }
   fsm.edge_begin.push_back(0);
   for (int32_t r = 0; r < num_rules; ++r) {

@@ -125,7 +125,7 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
   for (size_t k = 0; k < order.size(); ++k) {
     int32_t n = order[k];
     const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
-    words += 2 + (byte_edges ? 9 : 0) + (call_targets && fsm.node_final[n] ? 1 : 0);
+    words += 2 + (byte_edges ? 9 : 0) + (call_targets && fsm.node_final[n] ? 1 : 0) + (fsm.node_counts[n] ? 2 : 0);
     bool ok = true;
     if (byte_edges) {
       ForAskedRuns(fsm, n, asked(n), [&](int, int, const FsmEdge& edge) {
@@ -168,7 +168,12 @@ std::string SerializeFrom(const GrammarFsm& fsm, const std::vector<int32_t>& roo
   for (int32_t n : order) {
     put(fsm.node_final[n] ? rule_id(fsm.node_rule[n]) + 2 : 0);
     const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
-    put((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 1 | byte_edges);  // callees, byte edges
+    // callees, a counted rule's start (its bounds follow), byte edges
+    put((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 2 | fsm.node_counts[n] << 1 | byte_edges);
+    if (fsm.node_counts[n]) {
+      put(fsm.rule_count_min[fsm.node_rule[n]]);
+      put(fsm.rule_count_max[fsm.node_rule[n]]);
+    }
     if (byte_edges) {
       const ByteSet& a = asked(n);
       for (uint64_t w : a) put(static_cast<int32_t>(w)), put(static_cast<int32_t>(w >> 32));
@@ -437,8 +442,14 @@ bool MatchesReachKey(const GrammarFsm& fsm, const std::vector<int32_t>& roots,
     if (!get(&final_word) || (final_word != 0) != (fsm.node_final[n] != 0)) return false;
     if (final_word != 0 && !rule_named(fsm.node_rule[n], final_word - 2)) return false;
     const bool byte_edges = fsm.rule_edge_begin[n] != fsm.edge_begin[n];
-    if (!get(&edge_word) || edge_word != ((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 1 | byte_edges)) {
+    if (!get(&edge_word) ||
+        edge_word != ((fsm.edge_begin[n + 1] - fsm.rule_edge_begin[n]) << 2 | fsm.node_counts[n] << 1 | byte_edges)) {
       return false;
+    }
+    if (fsm.node_counts[n]) {
+      int32_t min = 0, max = 0;
+      const int32_t rule = fsm.node_rule[n];
+      if (!get(&min) || !get(&max) || min != fsm.rule_count_min[rule] || max != fsm.rule_count_max[rule]) return false;
     }
     if (byte_edges) {
       ByteSet asked{};
@@ -535,6 +546,8 @@ uint64_t AutomataHash(const GrammarFsm& fsm) {
   h.AddArray(fsm.rule_nullable);
   h.AddArray(fsm.node_rule);
   h.AddArray(fsm.node_final);
+  h.AddArray(fsm.rule_count_min);
+  h.AddArray(fsm.rule_count_max);
   h.AddArray(fsm.edge_begin);
   h.Add(fsm.edges.size());
   for (const FsmEdge& e : fsm.edges) {  // field by field: FsmEdge has padding bytes
@@ -549,7 +562,8 @@ bool SameAutomata(const GrammarFsm& a, const GrammarFsm& b) {
     return x.lo == y.lo && x.hi == y.hi && x.rule == y.rule && x.target == y.target;
   };
   return a.root == b.root && a.rule_start == b.rule_start && a.rule_nullable == b.rule_nullable &&
-         a.node_rule == b.node_rule && a.node_final == b.node_final && a.edge_begin == b.edge_begin &&
+         a.node_rule == b.node_rule && a.node_final == b.node_final && a.rule_count_min == b.rule_count_min &&
+         a.rule_count_max == b.rule_count_max && a.edge_begin == b.edge_begin &&
          std::equal(a.edges.begin(), a.edges.end(), b.edges.begin(), b.edges.end(), same_edge);
 }
 

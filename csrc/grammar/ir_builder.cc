@@ -153,6 +153,8 @@ int32_t ImportGrammar(IrBuilder* dst_builder, const GrammarIR& src, const std::s
     out.body = src.rules[r].body < 0 ? -1 : src.rules[r].body + expr_base;
     out.lookahead = src.rules[r].lookahead < 0 ? -1 : src.rules[r].lookahead + expr_base;
     out.shared = src.rules[r].shared;
+    out.count_min = src.rules[r].count_min;
+    out.count_max = src.rules[r].count_max;
   }
   return rule_id[src.root];
 }

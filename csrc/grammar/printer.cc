@@ -32,6 +32,23 @@ void AppendEscaped(uint32_t cp, bool in_class, std::string* out) {
   }
 }
 
+// A repetition's bounds as EBNF writes them: `*`, `+`, `?`, `{m}`, `{m,}`, `{m,n}`.
+void AppendBounds(int32_t min, int32_t max, std::string* out) {
+  if (min == 0 && max == -1) {
+    out->push_back('*');
+  } else if (min == 1 && max == -1) {
+    out->push_back('+');
+  } else if (min == 0 && max == 1) {
+    out->push_back('?');
+  } else if (min == max) {
+    *out += "{" + std::to_string(min) + "}";
+  } else if (max == -1) {
+    *out += "{" + std::to_string(min) + ",}";
+  } else {
+    *out += "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+  }
+}
+
 class Printer {
  public:
   explicit Printer(const GrammarIR& g) : g_(g) {}
@@ -97,19 +114,7 @@ class Printer {
         break;
       case ExprKind::kRepeat:
         Print(e.children[0], 4, out);
-        if (e.min == 0 && e.max == -1) {
-          out->push_back('*');
-        } else if (e.min == 1 && e.max == -1) {
-          out->push_back('+');
-        } else if (e.min == 0 && e.max == 1) {
-          out->push_back('?');
-        } else if (e.min == e.max) {
-          *out += "{" + std::to_string(e.min) + "}";
-        } else if (e.max == -1) {
-          *out += "{" + std::to_string(e.min) + ",}";
-        } else {
-          *out += "{" + std::to_string(e.min) + "," + std::to_string(e.max) + "}";
-        }
+        AppendBounds(e.min, e.max, out);
         break;
       case ExprKind::kTagDispatch:
         PrintDispatch(e, out);
@@ -195,7 +200,12 @@ std::string PrintGrammar(const GrammarIR& g) {
   Printer p(g);
   for (const Rule& r : g.rules) {
     out += r.name + " ::= ";
-    p.Print(r.body, 0, &out);
+    if (r.counted()) {  // its body repeated: reads back as the same counted rule
+      p.Print(r.body, 4, &out);
+      AppendBounds(r.count_min, r.count_max, &out);
+    } else {
+      p.Print(r.body, 0, &out);
+    }
     if (r.lookahead >= 0) {
       out += " (= ";
       p.Print(r.lookahead, 0, &out);

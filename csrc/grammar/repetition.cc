@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "grammar/fsm.h"
 #include "grammar/ir_builder.h"
 #include "xgr2/errors.h"
 
@@ -80,7 +81,7 @@ class Nullable {
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t r = 0; r < g.rules.size(); ++r) {
-        if (!rule_[r] && g.rules[r].body >= 0 && Of(g.rules[r].body)) rule_[r] = 1, changed = true;
+        if (!rule_[r] && g.rules[r].body >= 0 && OfRule(static_cast<int32_t>(r))) rule_[r] = 1, changed = true;
       }
     }
   }
@@ -92,9 +93,10 @@ class Nullable {
       case ExprKind::kBytes: return e.bytes.empty();
       case ExprKind::kCharClass: return false;
       case ExprKind::kToken: return false;
-      // A rule added after the fixpoint (Doubling's, a DAG): read from its body.
+      // A rule added after the fixpoint (Doubling's, a DAG; a counted one): read from
+      // its body.
       case ExprKind::kRuleRef:
-        return static_cast<size_t>(e.rule) < rule_.size() ? rule_[e.rule] : Of(g_.rules[e.rule].body);
+        return static_cast<size_t>(e.rule) < rule_.size() ? rule_[e.rule] : OfRule(e.rule);
       case ExprKind::kSequence:
         for (int32_t c : e.children) {
           if (!Of(c)) return false;
@@ -111,10 +113,26 @@ class Nullable {
     return false;
   }
 
+  // A counted rule's body never derives "": the rule does when it may repeat it 0 times.
+  bool OfRule(int32_t r) const { return g_.rules[r].counted() ? g_.rules[r].count_min == 0 : Of(g_.rules[r].body); }
+
  private:
   const GrammarIR& g_;
   std::vector<uint8_t> rule_;
 };
+
+// Whether the expression references a rule, not looking into rules (a JSON string's
+// characters: copies of such a repetition are copies of calls, each position its own
+// parse state that the mask cache cannot share).
+bool ReferencesRule(const GrammarIR& g, int32_t id, int depth = 0) {
+  const Expr& e = g.exprs[id];
+  if (e.kind == ExprKind::kRuleRef) return true;
+  if (depth > 64) return true;  // deep: assume so (only chooses counting over copies)
+  for (int32_t c : e.children) {
+    if (ReferencesRule(g, c, depth + 1)) return true;
+  }
+  return false;
+}
 
 // What a sequence of one item between empty strings stands for (`("a"{2,4} "")`): the
 // item, looked through again while it is such a sequence.
@@ -184,13 +202,37 @@ void CompressRepetitions(GrammarIR* g) {
   };
   MergeNestedRepeats(g, nullable);
   std::optional<IrBuilder> b;
+  std::vector<int32_t> rule_of_body;  // the rule whose whole body each expression is
   size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
   for (size_t id = 0; id < n; ++id) {
     const Expr& e = g->exprs[id];
     if (e.kind != ExprKind::kRepeat) continue;
-    if (e.min <= kRepetitionCopyLimit && e.max <= kRepetitionCopyLimit) continue;
     int32_t child = e.children[0], min = e.min, max = e.max;
     if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
+    const bool large = min > kRepetitionCopyLimit || max > kRepetitionCopyLimit;
+    if (!large && (max <= kMaxCopiedCalls || !ReferencesRule(*g, child))) continue;  // copies
+    if (IsCountableBody(*g, child)) {
+      // A counted rule: the rule itself when the repetition is its whole body (so a
+      // printed grammar reads back the same), else a new one called here.
+      if (rule_of_body.empty()) {
+        rule_of_body.assign(n, -1);
+        for (size_t r = 0; r < g->rules.size(); ++r) {
+          const Rule& rule = g->rules[r];
+          if (rule.body >= 0 && !rule.counted() && rule.lookahead < 0) rule_of_body[rule.body] = static_cast<int32_t>(r);
+        }
+      }
+      if (!b) b.emplace(g);
+      int32_t rule = rule_of_body[id];
+      if (rule < 0) rule = b->NewRule("repeat");
+      Rule& counted = g->rules[rule];
+      counted.body = child;
+      counted.count_min = min;
+      counted.count_max = max;
+      Expr ref = g->exprs[b->Ref(rule)];  // other references of this expression call it too
+      g->exprs[id] = std::move(ref);
+      continue;
+    }
+    if (!large) continue;
     if (nullable().Of(child)) {
       // Doubling a nullable X would make the parse ambiguous at every position: keep copies.
       continue;

@@ -66,6 +66,13 @@ struct Rule {
   // and each copy adds a run of automaton states to its caller. Not part of the
   // language, and not written by the EBNF printer.
   bool shared = false;
+  // A counted rule (grammar/repetition.h): the rule matches its body repeated
+  // [count_min, count_max] times (count_max -1: unbounded), and the parser counts the
+  // repetitions in its items instead of expanding them. The body is then regular and
+  // prefix-free. count_min -1: an ordinary rule.
+  int32_t count_min = -1;
+  int32_t count_max = -1;
+  bool counted() const { return count_min >= 0; }
 };
 
 // Immutable once built. Expressions live in one arena and refer to each other by id.
