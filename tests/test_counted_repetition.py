@@ -119,3 +119,18 @@ def test_masks_at_every_byte_of_escapes_near_the_maximum(llama3_tokenizer_info):
         for end in range(1, len(text)):
             state = compiled.initial_state().advance_bytes(text[:end])
             check_along(state, [], llama3_tokenizer_info, rng, [0], complete_vocab=False)
+
+
+@pytest.mark.parametrize("src", [
+    'root ::= r{0,50} "."\nr ::= "<" [a-z]{0,40} ">"',  # the outer counted first, the inner later
+    'root ::= ("<" [a-z]{0,40} ">"){0,50} "."',  # the inner first
+])
+def test_a_counted_repetition_inside_another_keeps_both_counts(src):
+    # A counted body copied into an outer counted rule's automaton is copied as the
+    # repetition it stands for (once, its body alone was copied: one letter).
+    start = xgr2.compile(xgr2.Grammar.from_ebnf(src), BYTES).initial_state()
+    rng = random.Random(0)
+    for _ in range(300):
+        n = rng.choice([0, 1, 2, 49, 50, 51])
+        text = "".join("<" + "a" * rng.choice([0, 1, 39, 40, 41]) + ">" for _ in range(n)) + "."
+        assert accepts(start, text) == bool(re.fullmatch(r"(<[a-z]{0,40}>){0,50}\.", text)), text[:90]

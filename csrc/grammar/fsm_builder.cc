@@ -53,7 +53,12 @@ class NfaBuilder {
       case ExprKind::kCharClass:
         return BuildClass(e, from);
       case ExprKind::kRuleRef: {
-        if (inlined_[e.rule]) return Build(g_.rules[e.rule].body, from);
+        if (inlined_[e.rule]) {
+          // (A counted rule is copied in only into a counted rule's automaton, which has
+          // every rule expanded: as the repetition it stands for.)
+          const Rule& rule = g_.rules[e.rule];
+          return rule.counted() ? BuildRepeat(rule.body, rule.count_min, rule.count_max, from) : Build(rule.body, from);
+        }
         int32_t next = NewNode();
         Add(from, {0, 0, rank_[e.rule], next});
         return next;
@@ -72,29 +77,8 @@ class NfaBuilder {
         }
         return end;
       }
-      case ExprKind::kRepeat: {
-        int32_t cur = from;
-        for (int32_t i = 0; i < e.min; ++i) {
-          int32_t start = NewNode();
-          Eps(cur, start);
-          cur = Build(e.children[0], start);
-        }
-        if (e.max < 0) {  // star: loop through a fresh node
-          int32_t loop = NewNode();
-          Eps(cur, loop);
-          Eps(Build(e.children[0], loop), loop);
-          return loop;
-        }
-        int32_t end = NewNode();
-        Eps(cur, end);
-        for (int32_t i = e.min; i < e.max; ++i) {
-          int32_t start = NewNode();
-          Eps(cur, start);
-          cur = Build(e.children[0], start);
-          Eps(cur, end);
-        }
-        return end;
-      }
+      case ExprKind::kRepeat:
+        return BuildRepeat(e.children[0], e.min, e.max, from);
       case ExprKind::kTagDispatch:
         return BuildDispatch(e, from);
       case ExprKind::kToken:
@@ -116,6 +100,31 @@ class NfaBuilder {
   }
 
  private:
+  // `child` repeated [min, max] times (max -1: unbounded), as copies.
+  int32_t BuildRepeat(int32_t child, int32_t min, int32_t max, int32_t from) {
+    int32_t cur = from;
+    for (int32_t i = 0; i < min; ++i) {
+      int32_t start = NewNode();
+      Eps(cur, start);
+      cur = Build(child, start);
+    }
+    if (max < 0) {  // star: loop through a fresh node
+      int32_t loop = NewNode();
+      Eps(cur, loop);
+      Eps(Build(child, loop), loop);
+      return loop;
+    }
+    int32_t end = NewNode();
+    Eps(cur, end);
+    for (int32_t i = min; i < max; ++i) {
+      int32_t start = NewNode();
+      Eps(cur, start);
+      cur = Build(child, start);
+      Eps(cur, end);
+    }
+    return end;
+  }
+
   int32_t BuildClass(const Expr& e, int32_t from) {
     const std::vector<CodepointRange> ranges = e.negated ? ComplementRanges(e.ranges) : e.ranges;
     int32_t end = NewNode();
@@ -402,7 +411,12 @@ class IrKeyWriter {
     // unambiguous. (Writing the reference's kind first made an inlined `""` (kind 0)
     // read like a reference to the first rule (index 0): `[a] X | [b] ""` and
     // `[a] "" | [b] X` shared one automaton.)
-    if (e.kind == ExprKind::kRuleRef && inlined_[e.rule]) return Write(g_.rules[e.rule].body);
+    if (e.kind == ExprKind::kRuleRef && inlined_[e.rule]) {
+      const Rule& rule = g_.rules[e.rule];
+      if (!rule.counted()) return Write(rule.body);
+      Put(static_cast<int32_t>(ExprKind::kRepeat)), Put(rule.count_min), Put(rule.count_max), Put(1);  // as NfaBuilder
+      return Write(rule.body);
+    }
     Put(static_cast<int32_t>(e.kind));
     switch (e.kind) {
       case ExprKind::kEmpty:
@@ -699,13 +713,14 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
       std::string key(reinterpret_cast<const char*>(header), sizeof(header));
       key += body_key;
       const std::string loop_key = std::string(reinterpret_cast<const char*>(header), sizeof(int32_t)) + body_key;
+      // The automaton once per body (other bounds find it), an id per bounds.
       RuleDfa dfa;
-      if (!FindSharedDfa(key, &dfa, &automaton_id[r])) {
+      if (!FindSharedDfa(loop_key, &dfa, &loop_id[r])) {
         dfa = CountedLoop(ExpandedDfa(g, g.rules[r].body, &budget));
-        automaton_id[r] = StoreSharedDfa(key, dfa);
+        loop_id[r] = StoreSharedDfa(loop_key, dfa);
       }
       RuleDfa same;
-      if (!FindSharedDfa(loop_key, &same, &loop_id[r])) loop_id[r] = StoreSharedDfa(loop_key, dfa);
+      if (!FindSharedDfa(key, &same, &automaton_id[r])) automaton_id[r] = StoreSharedDfa(key, dfa);
       dfas.push_back(std::move(dfa));
       continue;
     }

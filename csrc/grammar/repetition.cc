@@ -203,6 +203,16 @@ void CompressRepetitions(GrammarIR* g) {
   MergeNestedRepeats(g, nullable);
   std::optional<IrBuilder> b;
   std::vector<int32_t> rule_of_body;  // the rule whose whole body each expression is
+  // IsCountableBody builds the body's automaton: once per body (JSON Schema's strings
+  // repeat one character rule, each in an expression of its own).
+  std::map<std::pair<int32_t, int32_t>, bool> countable;  // by (referenced rule or -1, expression)
+  auto is_countable = [&](int32_t child) {
+    const Expr& c = g->exprs[child];
+    std::pair<int32_t, int32_t> key = c.kind == ExprKind::kRuleRef ? std::make_pair(c.rule, -1) : std::make_pair(-1, child);
+    auto it = countable.find(key);
+    if (it == countable.end()) it = countable.emplace(key, IsCountableBody(*g, child)).first;
+    return it->second;
+  };
   size_t n = g->exprs.size();  // rewrite only what was there: new repeats are small
   for (size_t id = 0; id < n; ++id) {
     const Expr& e = g->exprs[id];
@@ -211,7 +221,7 @@ void CompressRepetitions(GrammarIR* g) {
     if (max < 0 && min <= kRepetitionCopyLimit) continue;  // X{m,}: no large count
     const bool large = min > kRepetitionCopyLimit || max > kRepetitionCopyLimit;
     if (!large && (max <= kMaxCopiedCalls || !ReferencesRule(*g, child))) continue;  // copies
-    if (IsCountableBody(*g, child)) {
+    if (is_countable(child)) {
       // A counted rule: the rule itself when the repetition is its whole body (so a
       // printed grammar reads back the same), else a new one called here.
       if (rule_of_body.empty()) {
