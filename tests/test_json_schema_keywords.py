@@ -62,6 +62,7 @@ KEYWORDS = [
      "items from a finite set (enum, const, boolean, null; at most 64 values), in that set's order; refused otherwise"),
     ("minLength", "exact", {"type": "string", "minLength": 2}, "code points; an escape is one character"),
     ("maxLength", "exact", {"type": "string", "maxLength": 10000},
+     "a counted rule of characters (any bound; docs/design.md, counted repetitions); "
      "with pattern: the pattern's automaton intersected with the lengths (bounds up to 9,999); refused with a format"),
     ("pattern", "exact", {"type": "string", "pattern": "^[a-z]+$"},
      "a search, as ECMA-262 and the `jsonschema` validator read it, in the syntax of docs/regex.md (`\\d \\w \\s` ASCII; `.` excludes only `\\n`, as in Python's `re`, which `jsonschema` uses; ECMA-262's also excludes `\\r`, U+2028, U+2029); two patterns in an allOf intersect; leading `^(?!X)` lookaheads exact"),
