@@ -82,3 +82,19 @@ def test_a_sparse_state_too_costly_to_walk_is_classified_at_once(fresh_pool):
     before = compiled.num_cached_node_masks
     assert np.array_equal(state.bitmask(), full_walk(grammar, fresh_pool).initial_state().advance_text(text).bitmask())
     assert compiled.num_cached_node_masks > before  # classified at the first visit
+
+
+def test_walks_from_narrow_states_equal_brute_force(fresh_pool):
+    # A state that scans a few first bytes and no whitespace (a key's next letter, a
+    # compact layout's value start) interns its walk's states only after some parsing
+    # steps; a walk that goes on into a string's content or a number must stay exact.
+    tok = fresh_pool
+    grammar = xgr2.Grammar.from_json_schema(SCHEMA, any_whitespace=False)
+    compiled = xgr2.compile(grammar, tok)
+    for prefix in ['{"', '{"co', '{"count":', '{"count":1', '{"count":12,"', '{"count":12,"name":',
+                   '{"count":12,"name":"x']:
+        state = compiled.initial_state().advance_text(prefix)
+        expected = np.fromiter((state.try_advance(t) is not None for t in range(tok.vocab_size)), dtype=bool,
+                               count=tok.vocab_size)
+        mask = xgr2.bitmask_to_bool(state.bitmask(), tok.vocab_size)
+        assert np.array_equal(mask, expected), prefix

@@ -182,7 +182,7 @@ struct GrammarIdentity {
 
 }  // namespace
 
-int64_t NodeMaskPool::GrammarId(const std::shared_ptr<const GrammarFsm>& fsm) {
+int64_t NodeMaskPool::GrammarId(const std::shared_ptr<const GrammarFsm>& fsm, bool* known) {
   uint64_t hash = AutomataHash(*fsm);
   std::string full = FullKey(Kind::kGrammarId, {reinterpret_cast<const char*>(&hash), sizeof(hash)});
   std::shared_ptr<const GrammarIdentity> found;
@@ -191,7 +191,9 @@ int64_t NodeMaskPool::GrammarId(const std::shared_ptr<const GrammarFsm>& fsm) {
     found = std::static_pointer_cast<const GrammarIdentity>(FindLocked(full));
   }
   // Confirmed outside the lock: a full comparison, only when the hashes agree.
-  if (found && (found->fsm == fsm || SameAutomata(*found->fsm, *fsm))) return found->id;
+  const bool same = found && (found->fsm == fsm || SameAutomata(*found->fsm, *fsm));
+  if (known) *known = same;
+  if (same) return found->id;
   std::lock_guard<std::mutex> lock(mu_);
   auto identity = std::make_shared<const GrammarIdentity>(GrammarIdentity{fsm, next_grammar_id_++});
   EraseLocked(full);  // other automata with this hash: replaced

@@ -114,8 +114,9 @@ class NodeMaskPool {
   // a grammar compiled again reuses every node mask, context list and uncertain-token
   // walk. The id's entry (under AutomataHash) holds the automata to confirm the next
   // match with, so its bytes count like any entry's. Ids are never reused, also after
-  // an eviction or Clear.
-  int64_t GrammarId(const std::shared_ptr<const GrammarFsm>& fsm);
+  // an eviction or Clear. *known: whether the id existed before this call (else no
+  // entry is keyed by it yet).
+  int64_t GrammarId(const std::shared_ptr<const GrammarFsm>& fsm, bool* known = nullptr);
 
   // Token slices (token_slice.h) by SliceClass::Key: tokenizer data (like its trie)
   // rather than masks, so kept apart from the entries, their counters and Clear, at

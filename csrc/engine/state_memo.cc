@@ -113,11 +113,12 @@ void FillAlikeSteps(StepTable& next, ByteBits& flagged, const ByteSet& alike, in
 }
 
 MemoPath::MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
-                   bool* ended, bool memo)
+                   bool* ended, bool memo, int64_t memo_after)
     : parser_(parser),
       scratch_(scratch),
       ended_(ended ? ended : &no_watch_),
       memo_allowed_(memo),
+      memo_after_(memo_after),
       path_(max_depth),
       id_(max_depth, -1) {
   path_[0] = &start;
@@ -174,8 +175,19 @@ bool MemoPath::RejectUnscannable(size_t d, uint8_t byte) {
   return false;
 }
 
+bool MemoPath::StepUninterned(size_t d, uint8_t byte) {
+  EarleySet* next = scratch_[d + 1];
+  *ended_ = false;
+  ++parse_work_;
+  if (!parser_.Advance(*path_[d], byte, next)) return false;
+  parse_work_ += static_cast<int64_t>(next->items.size());
+  path_[d + 1] = next;
+  id_[d + 1] = -1;
+  return true;
+}
+
 bool MemoPath::StepParsing(size_t d, uint8_t byte, bool* ended_now) {
-  if (memo_allowed_ && !memo_started_) Start(d);
+  if (memo_allowed_ && !memo_started_ && steps_parsed_++ >= memo_after_) Start(d);
   int32_t id = id_[d];
   if (id >= 0 && StateMemo::IsUnasked(memo_.Next(id, byte))) {  // filled in from a run
     parser_.AskItems(*path_[d], byte);

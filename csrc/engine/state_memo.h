@@ -144,13 +144,13 @@ class StateMemo {
 
 // One parse along a trie path, a state per depth, stepping by a StateMemo where the
 // path is at interned states and by the parser (into `scratch[d + 1]`) elsewhere. The
-// memo starts at the walk's first step.
+// memo starts at the walk's first step, or after `memo_after` parsing steps.
 class MemoPath {
  public:
   // `parser` made `start`; `ended` is its watch flag (EarleyParser::Watch), if any.
   // Without `memo`, every step parses.
   MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_depth, const EarleySet& start,
-           bool* ended = nullptr, bool memo = true);
+           bool* ended = nullptr, bool memo = true, int64_t memo_after = 0);
   // Records the reads of the memoized rejections (StateMemo::MarkUnrecorded): the
   // parser's reach record is complete once the path is gone.
   ~MemoPath();
@@ -193,6 +193,11 @@ class MemoPath {
 
   // The interned state of the path at depth d, or -1 (not interned).
   int32_t StateId(size_t d) const { return id_[d]; }
+  // The path's parser state at depth d.
+  const EarleySet& State(size_t d) const { return *path_[d]; }
+  // Step by parsing, the state reached not interned: for a walk that never comes back
+  // to it (a whitespace run's states differ by the run's length).
+  bool StepUninterned(size_t d, uint8_t byte);
 
   // The parsing work of the steps so far that the memo did not answer: one per step plus
   // the items of each state it made. A budget in this unit bounds a walk's time where a
@@ -212,6 +217,7 @@ class MemoPath {
   bool* ended_;
   bool no_watch_ = false;
   bool memo_allowed_, memo_started_ = false;
+  int64_t memo_after_, steps_parsed_ = 0;
   int64_t parse_work_ = 0;
   StateMemo memo_;
   std::vector<const EarleySet*> path_;

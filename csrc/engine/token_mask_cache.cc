@@ -17,7 +17,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarFsm> fsm, const Toke
     : fsm_(*fsm),
       tok_(tok),
       pool_(std::move(pool)),
-      grammar_id_(pool_->GrammarId(fsm)),
+      grammar_id_(pool_->GrammarId(fsm, &grammar_known_)),
       masks_(new std::atomic<const NodeMask*>[fsm->NumNodes()]),
       direct_cold_walks_(direct_cold_walks),
       direct_visits_(new std::atomic<uint8_t>[fsm->NumNodes()]) {
@@ -57,7 +57,8 @@ const NodeMask* TokenMaskCache::Lookup(int32_t node, Missing missing, bool all_c
   const bool compute = missing == Missing::kCompute;
   NodeMaskPool& pool = *pool_;
   std::string same = SameKey('n', &node, sizeof(node));
-  std::shared_ptr<const InnerMask> inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same);
+  std::shared_ptr<const InnerMask> inner =
+      grammar_known_ ? pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same) : nullptr;
   if (!inner) {
     // A node's classification looks no further than its rule and the rules it calls:
     // any grammar whose rule has the same structure id has it, at the same offset. One
@@ -152,7 +153,7 @@ const ContextTokens* TokenMaskCache::FindContext(const NodeMask& mask, int32_t n
   NodeMaskPool& pool = *pool_;
   std::string same = SameKey('c', key.data(), key.size());
   using Lists = std::shared_ptr<const ContextTokens>;
-  Lists found = pool.Find<ContextTokens>(NodeMaskPool::Kind::kSameContext, same);
+  Lists found = grammar_known_ ? pool.Find<ContextTokens>(NodeMaskPool::Kind::kSameContext, same) : nullptr;
   if (found) {
     std::unique_lock<std::shared_mutex> lock(context_mu_);
     return contexts_.emplace(std::move(key), std::move(found)).first->second.get();
@@ -399,7 +400,7 @@ bool TokenMaskCache::FillFromCache(const EarleySet& set, uint32_t* words, Missin
   // Then the pool's, for this grammar compiled before.
   std::string same = memo ? SameKey('w', signature.data(), signature.size()) : "";
   std::shared_ptr<const TokenList> ids =
-      memo ? pool_->Find<TokenList>(NodeMaskPool::Kind::kSameList, same) : nullptr;
+      memo && grammar_known_ ? pool_->Find<TokenList>(NodeMaskPool::Kind::kSameList, same) : nullptr;
   if (ids) {
     apply(*ids);
   } else {

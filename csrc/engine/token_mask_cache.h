@@ -163,6 +163,11 @@ class TokenMaskCache {
   // expression calling its terms) the caller's own classification is the more precise.
   static constexpr int kWideLoopBytes = 64;
   std::vector<uint8_t> wide_loop_;
+  // Whether the pool knew grammar_id_ before this cache: if not, no entry is keyed by it
+  // but this cache's own, which it keeps itself, so its kSame* lookups are skipped (at a
+  // key name's first fill they were half the instructions of its direct walk). Set by
+  // grammar_id_'s initializer, so declared before it.
+  bool grammar_known_;
   int64_t grammar_id_;
   std::unique_ptr<std::atomic<const NodeMask*>[]> masks_;
   bool direct_cold_walks_;

@@ -317,6 +317,8 @@ void IndexWhitespaceRuns(TokenTrie& t) {
   flatten(tokens, w.token_begin, w.tokens);
   flatten(exits, w.exit_begin, w.exits);
   flatten(wides, w.wide_begin, w.wides);
+  w.tail_depth = w.max_depth + 1;
+  while (w.tail_depth > 1 && exits[w.tail_depth - 1].empty() && wides[w.tail_depth - 1].empty()) --w.tail_depth;
   for (size_t d = 0; d < exits.size(); ++d) {
     for (int32_t c : exits[d]) w.exit_bytes[d][t.nodes[c].byte >> 6] |= uint64_t{1} << (t.nodes[c].byte & 63);
   }

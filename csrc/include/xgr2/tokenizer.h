@@ -73,6 +73,7 @@ struct TokenTrie {
     std::vector<int32_t> exit_begin, exits;    // their other children, but those of wide nodes
     std::vector<std::array<uint64_t, 4>> exit_bytes;  // per depth, the bytes of `exits`
     std::vector<int32_t> wide_begin, wides;           // those nodes that are wide
+    int32_t tail_depth = 0;  // from this depth on, no exits or wide nodes: whitespace alone
   };
   WhitespaceRuns whitespace;
 
