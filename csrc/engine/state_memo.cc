@@ -119,9 +119,25 @@ MemoPath::MemoPath(EarleyParser& parser, EarleySet* const* scratch, size_t max_d
       ended_(ended ? ended : &no_watch_),
       memo_allowed_(memo),
       memo_after_(memo_after),
-      path_(max_depth),
-      id_(max_depth, -1) {
+      buffers_(TakeBuffers()) {
+  buffers_->path.assign(max_depth, nullptr);
+  buffers_->id.assign(max_depth, -1);
+  path_ = buffers_->path.data();
+  id_ = buffers_->id.data();
   path_[0] = &start;
+}
+
+std::vector<std::unique_ptr<MemoPath::Buffers>>& MemoPath::SpareBuffers() {
+  thread_local std::vector<std::unique_ptr<Buffers>> spares;  // several when walks nest
+  return spares;
+}
+
+std::unique_ptr<MemoPath::Buffers> MemoPath::TakeBuffers() {
+  std::vector<std::unique_ptr<Buffers>>& spares = SpareBuffers();
+  if (spares.empty()) return std::make_unique<Buffers>();
+  std::unique_ptr<Buffers> b = std::move(spares.back());
+  spares.pop_back();
+  return b;
 }
 
 void MemoPath::Start(size_t d) {
@@ -137,6 +153,7 @@ void MemoPath::Start(size_t d) {
 }
 
 MemoPath::~MemoPath() {
+  SpareBuffers().push_back(std::move(buffers_));
   if (!parser_.TracksReach()) return;
   for (size_t id = 0; id < memo_.size(); ++id) {
     const ByteBits& bytes = memo_.Unrecorded(static_cast<int32_t>(id));

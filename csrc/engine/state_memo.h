@@ -220,8 +220,18 @@ class MemoPath {
   int64_t memo_after_, steps_parsed_ = 0;
   int64_t parse_work_ = 0;
   StateMemo memo_;
-  std::vector<const EarleySet*> path_;
-  std::vector<int32_t> id_;  // per depth: the interned state, or -1
+  // Per depth: the state, and its interned id or -1. In buffers this thread keeps for
+  // its walks (TakeBuffers): a walk's own 2-3 KiB arrays went through malloc's
+  // large-chunk path (malloc_consolidate), a tenth of a short direct walk.
+  struct Buffers {
+    std::vector<const EarleySet*> path;
+    std::vector<int32_t> id;
+  };
+  static std::unique_ptr<Buffers> TakeBuffers();
+  static std::vector<std::unique_ptr<Buffers>>& SpareBuffers();  // this thread's
+  std::unique_ptr<Buffers> buffers_;
+  const EarleySet** path_;
+  int32_t* id_;
 };
 
 template <class UseUnasked>
