@@ -457,3 +457,23 @@ def test_partial_tag_masks_match_the_full_walk(triggers, options, llama3_tokeniz
         for prefix in [p for p in prefixes if not any(t in p for t in triggers)] + after:
             expected = reference.initial_state().advance_text(prefix).bitmask()
             assert np.array_equal(cached.initial_state().advance_text(prefix).bitmask(), expected), (triggers, prefix)
+
+
+def test_a_partial_tag_that_no_token_completes_is_shared_across_grammars(llama3_tokenizer_info):
+    # From the "<" of "<function=" no Llama-3 token spells "function=" to the tag's end, so
+    # that node's walk reaches the tag and the free text alone, whatever the tool names:
+    # its classification is stored by structure (TokensStopInsideTag), and a grammar
+    # with other names finds it (a server's requests with other tool sets).
+    tok = fresh_copy(llama3_tokenizer_info)
+    assert not any(t.startswith(b"function=") for t in tok.decoded_vocab)
+    hits = []
+    for names in (("get_weather", "calc"), ("lookup", "book_flight")):
+        alternatives = " | ".join(f'"{n}>" "{{}}"' for n in names)
+        text = f'root ::= TagDispatch(("<function=", body))\nbody ::= {alternatives}'
+        compiled = xgr2.compile(text, tok)
+        compiled.initial_state().bitmask()  # the free text's mask first, as in generation
+        before = tok.cross_grammar_cache_info().hits
+        mask = compiled.initial_state().advance_text("note <").bitmask()
+        hits.append(tok.cross_grammar_cache_info().hits - before)
+        assert np.array_equal(mask, full_walk(text, tok).initial_state().advance_text("note <").bitmask()), names
+    assert hits[1] > hits[0], hits

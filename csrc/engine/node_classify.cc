@@ -223,6 +223,36 @@ bool ContextWalk::StepParsing(size_t d, uint8_t byte) {
   return true;
 }
 
+bool TokensStopInsideTag(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const SameSteps& steps) {
+  std::string rest;  // the bytes where the tag goes on
+  SameSteps at = steps;
+  for (int32_t cur = node; at.node >= 0 && static_cast<int32_t>(rest.size()) <= tok.max_token_bytes();) {
+    int32_t next = -1, parting = 0, byte = 0;
+    for (int32_t e = fsm.edge_begin[cur]; e < fsm.rule_edge_begin[cur] && parting < 2; ++e) {
+      for (int b = fsm.edges[e].lo; b <= fsm.edges[e].hi && parting < 2; ++b) {
+        if (!at.Has(static_cast<uint8_t>(b))) ++parting, next = fsm.edges[e].target, byte = b;
+      }
+    }
+    if (parting != 1) break;  // the tag ends here, or parts several ways
+    rest.push_back(static_cast<char>(byte));
+    cur = next;
+    at = SiblingSteps(fsm, tok, cur);
+  }
+  if (static_cast<int32_t>(rest.size()) > tok.max_token_bytes()) return true;
+  // Whether some token starts with `rest`: down the trie, child by child.
+  const TokenTrie& t = tok.trie();
+  int32_t begin = 0, end = t.size();
+  for (char c : rest) {
+    int32_t found = -1;
+    for (int32_t i = begin; i < end; i = t.nodes[i].next) {
+      if (t.nodes[i].byte == static_cast<uint8_t>(c)) found = i;
+    }
+    if (found < 0) return true;
+    begin = found + 1, end = t.nodes[found].next;
+  }
+  return false;
+}
+
 SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node) {
   auto bytes_only = [&](int32_t n) { return fsm.rule_edge_begin[n] == fsm.edge_begin[n + 1]; };
   SameSteps same;

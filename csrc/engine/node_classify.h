@@ -93,6 +93,14 @@ struct SameSteps {
 // worth the detour).
 SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node);
 
+// Whether no token parsed from `node` gets through the bytes where it parts from its
+// sibling `steps` (the rest of a tag: from "<", "function="), followed while one byte a
+// node leads on at a time: no token starts with them. Then the node's own walk reaches
+// the tag's bytes and the free text alone, the same in every grammar with that tag, and
+// its classification is worth storing by structure; otherwise ("=" before the tool
+// names) the sibling's mask spares most of a walk whose key would hold the names.
+bool TokensStopInsideTag(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t node, const SameSteps& steps);
+
 // Classifies every token by parsing it from `node` alone: accepted if the parse lives
 // through the token inside the node's rule and its callees; else "crossing" if the
 // rule could end on the way (see InnerMask). With `pool`, a dense class the node loops
