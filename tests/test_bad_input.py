@@ -748,3 +748,44 @@ def test_a_negation_that_flattens_its_own_conditional_again_is_an_error_not_a_cr
                                "then": {"$ref": "#/$defs/D1"}, "else": {"pattern": "^x"}}}}
     with pytest.raises(xgr2.SchemaError, match="nested more than"):
         xgr2.Grammar.from_json_schema(schema, strict=False, any_whitespace=False)
+
+
+DEEP_INPUTS = [
+    ("ebnf", lambda: xgr2.Grammar.from_ebnf("root ::= " + "(" * 999 + '"a"' + ")" * 999)),
+    ("regex", lambda: xgr2.Grammar.from_regex("(" * 999 + "a" + ")" * 999)),
+    ("refs", lambda: xgr2.Grammar.from_json_schema(
+        {"$ref": "r0.json"},
+        resources={f"r{i}.json": {"type": "array", "items": {"$ref": f"r{i + 1}.json"}} for i in range(1200)})),
+    ("allOf", lambda: xgr2.Grammar.from_json_schema(
+        {"$defs": {f"d{i}": {"allOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"minLength": 1}]} for i in range(900)}
+         | {"d900": {"type": "string"}}, "$ref": "#/$defs/d0"})),
+]
+
+
+@pytest.mark.parametrize("stack_kib", [256, 1024])
+@pytest.mark.parametrize("name,build", DEEP_INPUTS, ids=[name for name, _ in DEEP_INPUTS])
+def test_deep_input_on_a_small_thread_stack_is_an_error_not_a_crash(name, build, stack_kib):
+    # The depth limits assume a stack of several MiB; on a thread with less, each front
+    # end stops where the stack is nearly full (support/stack.h) with its own error.
+    import threading
+
+    outcome = []
+
+    def run():
+        try:
+            build()
+            outcome.append("compiled")
+        except xgr2.Xgr2Error as e:
+            outcome.append(str(e))
+
+    old = threading.stack_size(stack_kib << 10)
+    try:
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old)
+    assert len(outcome) == 1, outcome
+    assert outcome[0] == "compiled" or "nested" in outcome[0], outcome[0]
+    if stack_kib == 256 and name != "allOf":
+        assert "stack" in outcome[0], outcome[0]

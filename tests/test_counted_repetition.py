@@ -134,3 +134,20 @@ def test_a_counted_repetition_inside_another_keeps_both_counts(src):
         n = rng.choice([0, 1, 2, 49, 50, 51])
         text = "".join("<" + "a" * rng.choice([0, 1, 39, 40, 41]) + ">" for _ in range(n)) + "."
         assert accepts(start, text) == bool(re.fullmatch(r"(<[a-z]{0,40}>){0,50}\.", text)), text[:90]
+
+
+def test_counted_rules_after_doubled_repetitions_match_python_re():
+    # Doubled repetitions (a body that is not prefix-free: "a" | "ab") add rules before the
+    # counted one is made; the table of rule bodies once was sized without them and was
+    # written past (heap corruption on a real-world schema, check-jsonschema's mergify).
+    parts = " ".join(f'("a" | "a{c}"){{40}}' for c in "bcdefghij")
+    g = xgr2.Grammar.from_ebnf(f'root ::= {parts} [a-z]{{0,50}} "."')
+    assert len(counted_rules(g)) == 1, str(g)
+    start = xgr2.compile(g, BYTES).initial_state()
+    pattern = "".join(f"(?:a|a{c}){{40}}" for c in "bcdefghij") + "[a-z]{0,50}\\."
+    rng = random.Random(7)
+    for _ in range(40):
+        text = "".join(rng.choice(["a", "a" + c]) * 1 for c in "bcdefghij" for _ in range(40))
+        tail = "".join(rng.choice("abz") for _ in range(rng.choice([0, 1, 49, 50, 51])))
+        for candidate in (text + tail + ".", text[:-1] + tail + "."):
+            assert accepts(start, candidate) == (re.fullmatch(pattern, candidate) is not None), candidate

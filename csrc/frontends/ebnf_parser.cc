@@ -17,6 +17,7 @@
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 namespace {
@@ -210,6 +211,7 @@ class EbnfParser {
   // one may not.
   int32_t ParseChoice() {
     if (++depth_ > GrammarLimits::kMaxNesting) Fail("expressions are nested too deeply", pos_);
+    if (StackNearlyFull()) Fail(StackMessage("expressions", depth_), pos_);
     std::vector<int32_t> alts;
     alts.push_back(ParseSequence());
     SkipSpace();
@@ -420,6 +422,7 @@ class EbnfParser {
     } else if (c == '(') {
       a.kind = MacroArg::kTuple;
       if (++depth_ > GrammarLimits::kMaxNesting) Fail("macro arguments are nested too deeply", pos_);
+      if (StackNearlyFull()) Fail(StackMessage("macro arguments", depth_), pos_);
       ++pos_;
       for (SkipSpace(); Peek() != ')';) {
         a.items.push_back(ParseMacroValue());

@@ -25,6 +25,7 @@
 #include "support/json.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 namespace {
@@ -466,6 +467,7 @@ class SchemaCompiler {
                " deep (a recursive schema?)",
            ptr);
     }
+    if (StackNearlyFull()) Fail(StackMessage("allOf / $ref / if merges", flatten_nesting_), ptr);
     const JsonValue* flat = FlattenOnce(s, ptr, depth);
     flattened_[s] = flat;
     return flat;
@@ -1568,6 +1570,7 @@ class SchemaCompiler {
       Fail("subschemas nested more than " + std::to_string(kMaxSchemaNesting) + " deep (a long chain of $refs?)",
            ptr_in);
     }
+    if (StackNearlyFull()) Fail(StackMessage("subschemas", schema_nesting_), ptr_in);
     std::string ptr = ptr_in;
     const JsonValue& s = *PureRefTarget(&s_in, ptr_in, &ptr);
     auto key = std::make_pair(&s, LayoutDepth(depth));

@@ -13,6 +13,7 @@
 
 #include "support/utf8.h"
 #include "xgr2/errors.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 namespace {
@@ -343,6 +344,7 @@ class RegexParser {
     if (depth + 1 > GrammarLimits::kMaxNesting) {
       Fail("groups nested too deeply (limit " + std::to_string(GrammarLimits::kMaxNesting) + ")", open);
     }
+    if (StackNearlyFull()) Fail(StackMessage("groups", depth + 1), open);
     if (Match('?')) {
       if (ParseGroupExtension(open)) return ZeroWidthItem();  // a comment
     }

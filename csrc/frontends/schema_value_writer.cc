@@ -7,6 +7,7 @@
 #include "frontends/json_formats.h"
 #include "frontends/schema_refs.h"
 #include "xgr2/errors.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 
@@ -137,6 +138,7 @@ int32_t SchemaValueWriter::Value(const JsonValue& s, const std::string& path) {
   // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
   // its subschemas, so that no schema can exhaust the stack.
   if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
+  if (StackNearlyFull()) Fail(StackMessage("values", depth_), path);
   struct Leave {
     int& depth;
     ~Leave() { --depth; }

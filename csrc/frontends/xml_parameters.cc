@@ -13,6 +13,7 @@
 #include "frontends/schema_value_writer.h"
 #include "grammar/tag_dispatch.h"
 #include "xgr2/errors.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 namespace {
@@ -343,6 +344,7 @@ class XmlWriter {
     // Nested values and $ref chains recurse here: bounded, as the JSON front end bounds
     // its subschemas, so that no schema can exhaust the stack.
     if (++depth_ > kMaxDepth) Fail("got values nested more than 1000 deep (a long chain of $refs?)", path);
+    if (StackNearlyFull()) Fail(StackMessage("values", depth_), path);
     struct Leave {
       int& depth;
       ~Leave() { --depth; }

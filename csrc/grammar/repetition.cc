@@ -225,10 +225,14 @@ void CompressRepetitions(GrammarIR* g) {
       // A counted rule: the rule itself when the repetition is its whole body (so a
       // printed grammar reads back the same), else a new one called here.
       if (rule_of_body.empty()) {
+        // Only the expressions that were there: rules made by an earlier Doubling have
+        // bodies past them (a schema that doubled first wrote past this table).
         rule_of_body.assign(n, -1);
         for (size_t r = 0; r < g->rules.size(); ++r) {
           const Rule& rule = g->rules[r];
-          if (rule.body >= 0 && !rule.counted() && rule.lookahead < 0) rule_of_body[rule.body] = static_cast<int32_t>(r);
+          if (rule.body >= 0 && static_cast<size_t>(rule.body) < n && !rule.counted() && rule.lookahead < 0) {
+            rule_of_body[rule.body] = static_cast<int32_t>(r);
+          }
         }
       }
       if (!b) b.emplace(g);

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "support/utf8.h"
+#include "support/stack.h"
 
 namespace xgr2 {
 
@@ -49,6 +50,7 @@ class JsonReader {
 
   JsonValue Value(int depth) {
     if (depth > kMaxJsonDepth) Fail("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+    if (StackNearlyFull()) Fail(StackMessage("values", depth));
     Space();
     if (p_ >= s_.size()) Fail("unexpected end of JSON text");
     JsonValue v;
