@@ -166,6 +166,39 @@ def test_text_forced_but_for_whitespace_and_the_models_layout(byte_info):
     assert drafter.paths(state, prompt)[0] == _encode(', "beta": "')
 
 
+def test_closings_end_the_free_stretch_and_go_on_with_forced_text(byte_info):
+    """Inside free text (a string, a number) nothing is forced, but closing it is a likely
+    draft: each closing is a closing character the grammar allows, then the text forced
+    after it (laid out) or one more closing; every allowed closer followed by forced text
+    has one, and the drafter's paths begin with them."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                                "tags": {"type": "array", "items": {"type": "string"}}},
+              "required": ["name", "age", "tags"]}
+    compiled = xgr2.compile(xgr2.Grammar.from_json_schema(schema), byte_info)
+    drafter = TreeDrafter(_encode, byte_info.decoded_vocab, num_nodes=24, max_length=24)
+    doc = '{"name": "Al", "age": 30, "tags": ["x", "yz"]}'
+    closers = b'",}])>;\''
+    state, seen = compiled.initial_state(), set()
+    for i in range(len(doc)):
+        written = doc[:i].encode()
+        if not state.jump_forward_text():
+            closings = drafter.closings(state, written)
+            for text in closings:
+                assert text.encode()[0] in closers
+                assert state.try_advance_bytes(text.encode()) is not None, (doc[:i], text)
+            for c in closers:
+                nxt = state.try_advance_bytes(bytes([c]))
+                if nxt is not None and nxt._jump_forward_past_whitespace()[0]:
+                    assert any(t.encode()[0] == c for t in closings), (doc[:i], chr(c), closings)
+            if closings and not state._jump_forward_past_whitespace()[0]:
+                assert drafter.paths(state, _encode(doc[:i]))[0] == _encode(closings[0])[:24]
+            seen.update(closings)
+        state = state.advance_text(doc[i])
+    assert {'", "age":', ', "tags": [', '", "', '"]}'} <= seen, seen
+    assert drafter.closings(compiled.initial_state().advance_text('{"name": "A,'), b'{"name": "A,') == \
+        ['","age":']  # the comma inside the string ends nothing
+
+
 # A vocabulary where forced text has many spellings: single characters and longer pieces
 # (one spelled twice, to check that the lowest id is drafted).
 PIECES = [bytes([i]) for i in range(32, 127)] + [

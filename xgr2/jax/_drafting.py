@@ -30,6 +30,11 @@ __all__ = ["TreeDrafter", "admissible_prefix", "build_draft_tree", "prompt_looku
 # took 45% / 27% / 28% of 89 forced steps; halving per rank follows that order.
 _RANK_DECAY = 0.5
 
+# Characters that end a free stretch of text in most grammars (a JSON string or number, an
+# XML attribute, an argument list): where one is allowed and text is forced after it,
+# closing the stretch there is a likely draft (:meth:`TreeDrafter.closings`).
+_CLOSERS = b'",}])>;\''
+
 
 def prompt_lookup(
     context: Sequence[int],
@@ -301,7 +306,8 @@ class TreeDrafter(Frozen):
     @staticmethod
     def _laid_out(state: xgr2.MatcherState, written: bytes) -> str:
         """The text forced but for optional whitespace (``,"age":`` after a JSON value), with
-        the whitespace the model wrote after the same character last time (``, "age": ``):
+        the whitespace the model wrote after the same character last time (``, "age": ``;
+        one space after a ``:`` or ``,`` not written yet, as ``json.dumps`` separates):
         with JSON's free layout nothing is forced between values, yet the keys are.
 
         Example:
@@ -313,7 +319,7 @@ class TreeDrafter(Frozen):
           >>> g.initial_state().advance_text('{"a": "x"').jump_forward_text()   # whitespace may come next
           ''
           >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x"'), b'{"a": "x"')
-          ',"b": "'
+          ', "b": "'
           >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x",'), b'{"a": "w",  "b": "y"} {"a": "x",')
           '  "b": "'
         """
@@ -330,6 +336,8 @@ class TreeDrafter(Frozen):
                 while run < len(written) and written[run] in b" \t\n\r":
                     run += 1
                 out += written[at + 1: run]
+            elif before in (b":", b","):  # not written yet: json.dumps's default separators
+                out += b" "
         out += data[gaps[-1] if gaps else 0:]
         text = bytes(out)
         while text:  # whole characters only
@@ -338,6 +346,44 @@ class TreeDrafter(Frozen):
             except UnicodeDecodeError as e:
                 text = text[: e.start]
         return ""
+
+    def closings(self, state: xgr2.MatcherState, written: bytes, depth: int = 2) -> list[str]:
+        """The texts that close the free stretch ``state`` is in and go on with forced text:
+        each closing character of :data:`_CLOSERS` the grammar allows next, followed by
+        the (laid-out) text forced after it, or by up to ``depth - 1`` more closings where
+        a choice follows it (`", "` and `"]` after an array's string). Empty where none is
+        followed by forced text.
+
+        Example:
+          >>> import xgr2
+          >>> tok = xgr2.TokenizerInfo([bytes([b]) for b in range(128)], stop_token_ids=[0])
+          >>> schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}},
+          ...           "required": ["a", "b"]}
+          >>> g = xgr2.compile(xgr2.Grammar.from_json_schema(schema), tok)
+          >>> TreeDrafter(lambda s: [], tok.decoded_vocab).closings(g.initial_state().advance_text('{"a": "Jo'), b'{"a": "Jo')
+          ['", "b":']
+          >>> tags = {"type": "object", "properties": {"t": {"type": "array", "items": {"type": "string"}}},
+          ...         "required": ["t"]}
+          >>> g = xgr2.compile(xgr2.Grammar.from_json_schema(tags), tok)
+          >>> TreeDrafter(lambda s: [], tok.decoded_vocab).closings(g.initial_state().advance_text('{"t": ["a", "b'),
+          ...                                                       b'{"t": ["a", "b')
+          ['", "', '"]}']
+        """
+        out = []
+        last = written[-1:]
+        for closer in _CLOSERS:
+            nxt = state.try_advance_bytes(bytes([closer]))
+            if nxt is None:
+                continue
+            text = written + bytes([closer])
+            rest = "" if nxt.is_terminated else nxt.jump_forward_text() or self._laid_out(nxt, text)
+            if rest or nxt.is_terminated:
+                out.append(chr(closer) + rest)
+            elif depth > 1 and (not last or nxt.try_advance_bytes(last) is None):
+                # A choice follows a character that ended the stretch (the stretch's last
+                # character may not follow it): close one level further.
+                out += [chr(closer) + more for more in self.closings(nxt, text, depth - 1)]
+        return out
 
     def forced_tokenizations(self, state: xgr2.MatcherState, forced: str, budget: int) -> list[list[int]]:
         """Up to ``budget`` tree nodes of tokenizations of the forced text, as paths in the
@@ -395,6 +441,11 @@ class TreeDrafter(Frozen):
             spelled = _maximal(self.forced_tokenizations(state, forced, self.forced_nodes))
             canonical = admissible_prefix(state, list(self.encode(forced))[: self.max_length])
             candidates = spelled + [canonical] + candidates
+        else:
+            # Inside free text (a string, a number): the model may close it now, and what
+            # follows the closing character is often forced (`", "age": ` after a name).
+            candidates = [admissible_prefix(state, list(self.encode(text))[: self.max_length])
+                          for text in self.closings(state, written)] + candidates
         candidates += [admissible_prefix(state, c) for c in prompt_lookup(
             context, max_ngram=self.max_ngram, max_branches=self.max_branches, length=self.max_length)]
         out: list[list[int]] = []
