@@ -35,6 +35,11 @@ _RANK_DECAY = 0.5
 # closing the stretch there is a likely draft (:meth:`TreeDrafter.closings`).
 _CLOSERS = b'",}])>;\''
 
+# A pretty printer puts the items of a list on lines of their own, laid out alike: the
+# whitespace after a ',' is that after the '{' or '[' that opened the list, when that came
+# later and broke the line.
+_SIBLINGS = {ord(","): b"{["}
+
 
 def prompt_lookup(
     context: Sequence[int],
@@ -184,6 +189,14 @@ def admissible_prefix(state: xgr2.MatcherState, tokens: Sequence[int]) -> list[i
     return out
 
 
+def _whitespace_after(text: bytes, at: int) -> bytes:
+    """The run of whitespace right after ``text[at]``."""
+    end = at + 1
+    while end < len(text) and text[end] in b" \t\n\r":
+        end += 1
+    return text[at + 1: end]
+
+
 def _maximal(paths: list[list[int]]) -> list[list[int]]:
     """The paths that no other path extends, in their order."""
     return [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
@@ -304,10 +317,12 @@ class TreeDrafter(Frozen):
         return out
 
     @staticmethod
-    def _laid_out(state: xgr2.MatcherState, written: bytes) -> str:
+    def _laid_out(state: xgr2.MatcherState, written: bytes, siblings: bool = True) -> str:
         """The text forced but for optional whitespace (``,"age":`` after a JSON value), with
         the whitespace the model wrote after the same character last time (``, "age": ``;
-        one space after a ``:`` or ``,`` not written yet, as ``json.dumps`` separates):
+        after a ``,``, that of a later ``{`` or ``[`` that broke the line, as a pretty
+        printer lays out a list; one space after a ``:`` or ``,`` not written yet, as
+        ``json.dumps`` separates):
         with JSON's free layout nothing is forced between values, yet the keys are.
 
         Example:
@@ -322,6 +337,8 @@ class TreeDrafter(Frozen):
           ', "b": "'
           >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x",'), b'{"a": "w",  "b": "y"} {"a": "x",')
           '  "b": "'
+          >>> TreeDrafter._laid_out(g.initial_state().advance_text('{"a": "x"'), b'Like {"x": 1, "y": 2}: {\\n  "a": "x"')
+          ',\\n  "b": "'
         """
         data, gaps = state._jump_forward_past_whitespace()
         if not data:
@@ -331,11 +348,12 @@ class TreeDrafter(Frozen):
             out += data[gaps[k - 1] if k else 0: gap]
             before = out[-1:] or written[-1:]
             at = written.rfind(before, 0, len(written) - 1)  # not the character being continued
+            for sibling in _SIBLINGS.get(before[0], b"") if before and siblings else b"":
+                opened = written.rfind(bytes([sibling]), 0, len(written) - 1)
+                if opened > at and b"\n" in _whitespace_after(written, opened):
+                    at = opened
             if at >= 0:  # the whitespace run after that character's last occurrence
-                run = at + 1
-                while run < len(written) and written[run] in b" \t\n\r":
-                    run += 1
-                out += written[at + 1: run]
+                out += _whitespace_after(written, at)
             elif before in (b":", b","):  # not written yet: json.dumps's default separators
                 out += b" "
         out += data[gaps[-1] if gaps else 0:]
@@ -350,7 +368,8 @@ class TreeDrafter(Frozen):
     def closings(self, state: xgr2.MatcherState, written: bytes, depth: int = 2) -> list[str]:
         """The texts that close the free stretch ``state`` is in and go on with forced text:
         each closing character of :data:`_CLOSERS` the grammar allows next, followed by
-        the (laid-out) text forced after it, or by up to ``depth - 1`` more closings where
+        the text forced after it (laid out as the list's items are, then, where that
+        differs, as after the character's last occurrence), or by up to ``depth - 1`` more closings where
         a choice follows it (`", "` and `"]` after an array's string). Empty where none is
         followed by forced text.
 
@@ -376,9 +395,11 @@ class TreeDrafter(Frozen):
             if nxt is None:
                 continue
             text = written + bytes([closer])
-            rest = "" if nxt.is_terminated else nxt.jump_forward_text() or self._laid_out(nxt, text)
-            if rest or nxt.is_terminated:
-                out.append(chr(closer) + rest)
+            rests = [""] if nxt.is_terminated else [nxt.jump_forward_text()]
+            if not rests[0]:  # both layouts where they differ (the list's, the character's last)
+                rests = list(dict.fromkeys([self._laid_out(nxt, text), self._laid_out(nxt, text, siblings=False)]))
+            if rests[0] or nxt.is_terminated:
+                out += [chr(closer) + rest for rest in rests if rest or nxt.is_terminated]
             elif depth > 1 and (not last or nxt.try_advance_bytes(last) is None):
                 # A choice follows a character that ended the stretch (the stretch's last
                 # character may not follow it): close one level further.
