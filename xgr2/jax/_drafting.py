@@ -37,7 +37,7 @@ _CLOSERS = b'",}])>;\''
 
 # A pretty printer puts the items of a list on lines of their own, laid out alike: the
 # whitespace after a ',' is that after the '{' or '[' that opened the list, when that came
-# later and broke the line.
+# later and broke the line (and one space, not a line break, in a list opened inline).
 _SIBLINGS = {ord(","): b"{["}
 
 
@@ -348,14 +348,20 @@ class TreeDrafter(Frozen):
             out += data[gaps[k - 1] if k else 0: gap]
             before = out[-1:] or written[-1:]
             at = written.rfind(before, 0, len(written) - 1)  # not the character being continued
+            if at >= 0:  # the whitespace run after that character's last occurrence
+                space = _whitespace_after(written, at)
+            else:  # not written yet: json.dumps's default separators
+                space = b" " if before in (b":", b",") else b""
+            latest = at
             for sibling in _SIBLINGS.get(before[0], b"") if before and siblings else b"":
                 opened = written.rfind(bytes([sibling]), 0, len(written) - 1)
-                if opened > at and b"\n" in _whitespace_after(written, opened):
-                    at = opened
-            if at >= 0:  # the whitespace run after that character's last occurrence
-                out += _whitespace_after(written, at)
-            elif before in (b":", b","):  # not written yet: json.dumps's default separators
-                out += b" "
+                if opened > latest:  # a list opened since
+                    latest, after = opened, _whitespace_after(written, opened)
+                    if b"\n" in after:  # one item per line
+                        space = after
+                    elif b"\n" in space:  # inline, unlike the last ',': json.dumps's ", "
+                        space = b" "
+            out += space
         out += data[gaps[-1] if gaps else 0:]
         text = bytes(out)
         while text:  # whole characters only
