@@ -136,7 +136,8 @@ def test_documents_read_otherwise_than_jsonschema_are_refused_or_agree(schema, r
 
 def test_a_chain_of_thousands_of_refs_is_bounded_not_a_crash():
     resources = {f"r{i}.json": {"type": "array", "items": {"$ref": f"r{i + 1}.json"}} for i in range(6000)}
-    with pytest.raises(xgr2.SchemaError, match="nested more than"):
+    # The depth limit, or (a sanitizer build's larger frames) the stack check before it.
+    with pytest.raises(xgr2.SchemaError, match="nested more than|more than this thread's stack holds"):
         xgr2.Grammar.from_json_schema({"$ref": "r0.json"}, resources=resources)
 
 
