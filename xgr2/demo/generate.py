@@ -162,13 +162,16 @@ def generate(
     if speculative:
         tree_model: TreeModel = model  # type: ignore[assignment]  # checked by use: Llama has tree_step
         cache = warm_up(tree_model, batch, draft_sizes(speculative), len(prompt_ids), cache, info.vocab_size, temperature)
+        # Per tokenizer, not per request (a server builds it once): outside the timed decode.
+        drafter = xgr2.jax.TreeDrafter(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
+                                       vocab_bytes, num_nodes=speculative, sizes=draft_sizes(speculative))
 
     decoder = xgr2.jax.ConstrainedDecoder(compiled_grammar, batch, max_tokens=max_tokens, constrained=constrained)
     stream = _Utf8Stream(vocab_bytes, on_text)
     pos = len(prompt_ids)
     t0 = time.perf_counter()
     if speculative:
-        _run_speculative(model, tokenizer, vocab_bytes, decoder, logits, cache, prompt_ids, key, temperature, stats, stream)
+        _run_speculative(model, drafter, decoder, logits, cache, prompt_ids, key, temperature, stats, stream)
     while not speculative:
         # The device is computing `logits` (dispatched at the end of the previous step).
         t_mask = time.perf_counter()
@@ -196,7 +199,7 @@ def generate(
     return texts, stats
 
 
-def _run_speculative(model: Any, tokenizer: Any, decoder_vocab: list[bytes], decoder: xgr2.jax.ConstrainedDecoder,
+def _run_speculative(model: Any, drafter: xgr2.jax.TreeDrafter, decoder: xgr2.jax.ConstrainedDecoder,
                      logits: jax.Array,
                      cache: Any, prompt_ids: list[int], key: jax.Array, temperature: float,
                      stats: GenerationStats, stream: _Utf8Stream) -> None:
@@ -206,8 +209,6 @@ def _run_speculative(model: Any, tokenizer: Any, decoder_vocab: list[bytes], dec
     stats.mask_s += time.perf_counter() - t_mask
     stats.tokens += decoder.batch
     roots = decoder.commit(xgr2.jax.sample(jax.random.fold_in(key, 0), logits, bitmask, temperature=temperature))
-    drafter = xgr2.jax.TreeDrafter(lambda text: tokenizer.encode(text, add_special_tokens=False).ids,
-                                   decoder_vocab, num_nodes=stats.draft_nodes, sizes=draft_sizes(stats.draft_nodes))
 
     def on_step(emitted: list[list[int]], accepted: int, mask_s: float) -> None:
         stats.steps += 1

@@ -114,7 +114,8 @@ def speculative_loop(
         t_mask = time.perf_counter()
         masks = decoder.tree_masks(tree)
         mask_s = time.perf_counter() - t_mask
-        result = _verify(jax.random.fold_in(key, decoder.num_steps), logits, masks.bitmask, tree, temperature)
+        step_key = key if temperature <= 0 else jax.random.fold_in(key, decoder.num_steps)  # greedy: unused
+        result = _verify(step_key, logits, masks.bitmask, tree, temperature)
         emitted = decoder.commit_tree(tree, masks, result)  # waits for the device
         cache = model.compact_cache(cache, positions, result.accepted_nodes)
         accepted = np.asarray(result.accept_len)
