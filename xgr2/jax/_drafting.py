@@ -197,6 +197,35 @@ def _whitespace_after(text: bytes, at: int) -> bytes:
     return text[at + 1: end]
 
 
+def _closing_layout(text: bytes, default: bytes) -> bytes:
+    """The whitespace before a closing ``}`` or ``]`` after ``text``: where its opener broke
+    the line, a line of its own at the opener line's indentation (as a pretty printer
+    closes a list); else ``default``.
+
+    Example:
+      >>> _closing_layout(b'{\\n  "a": [1, 2]', b"")
+      b'\\n'
+      >>> _closing_layout(b'{"a": [1, 2]', b"")
+      b''
+    """
+    depth = 0
+    for at in range(len(text) - 1, -1, -1):
+        c = text[at]
+        if c in b"}]":
+            depth += 1
+        elif c in b"{[":
+            if depth == 0:
+                if b"\n" not in _whitespace_after(text, at):
+                    return default
+                line = text.rfind(b"\n", 0, at) + 1
+                indent = line
+                while indent < at and text[indent] in b" \t":
+                    indent += 1
+                return b"\n" + text[line:indent]
+            depth -= 1
+    return default
+
+
 def _maximal(paths: list[list[int]]) -> list[list[int]]:
     """The paths that no other path extends, in their order."""
     return [p for p in paths if not any(len(q) > len(p) and q[: len(p)] == p for q in paths)]
@@ -361,6 +390,8 @@ class TreeDrafter(Frozen):
                         space = after
                     elif b"\n" in space:  # inline, unlike the last ',': json.dumps's ", "
                         space = b" "
+            if siblings and data[gap: gap + 1] in (b"}", b"]"):
+                space = _closing_layout(written + out, space)
             out += space
         out += data[gaps[-1] if gaps else 0:]
         text = bytes(out)
