@@ -195,6 +195,12 @@ def test_closings_end_the_free_stretch_and_go_on_with_forced_text(byte_info):
             seen.update(closings)
         state = state.advance_text(doc[i])
     assert {'", "age":', ', "tags": [', '", "', '"]}'} <= seen, seen
+    # Pretty-printed: the items of a list and its closing bracket are laid out as its opener.
+    pretty = '{\n  "name": "Al",\n  "age": 30,\n  "tags": ["x", "yz'
+    closings = drafter.closings(compiled.initial_state().advance_text(pretty), pretty.encode())
+    assert closings[:2] == ['", "', '"]\n}'], closings
+    pretty = '{\n  "name": "Al'
+    assert drafter.closings(compiled.initial_state().advance_text(pretty), pretty.encode())[0] == '",\n  "age":'
     assert drafter.closings(compiled.initial_state().advance_text('{"name": "A,'), b'{"name": "A,') == \
         ['","age":']  # the comma inside the string ends nothing
 
