@@ -28,7 +28,8 @@ else
   tests=(tests/test_mask_oracle.py tests/test_mask_reference.py tests/test_bad_input.py tests/test_batch.py
          tests/test_serving.py tests/test_state_memory.py tests/test_tree_masks.py tests/test_tag_dispatch.py
          tests/test_regex_dfa.py tests/test_structural_tag.py tests/test_token_formats.py tests/test_structural_tag_xml.py
-         tests/test_json_schema_keywords.py)
+         tests/test_json_schema_keywords.py tests/test_counted_repetition.py tests/test_json_schema_resources.py
+         tests/test_regex.py tests/test_repetition.py)
 fi
 build="build/san-$kind"
 cmake -S . -B "$build" -G Ninja -DSKBUILD=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "${compiler[@]}" \

@@ -14,10 +14,10 @@
 #include "frontends/regex.h"
 #include "grammar/repetition.h"
 #include "grammar/tag_dispatch.h"
+#include "support/stack.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 #include "xgr2/grammar.h"
-#include "support/stack.h"
 
 namespace xgr2 {
 namespace {

@@ -23,9 +23,9 @@
 #include "frontends/schema_refs.h"
 #include "grammar/repetition.h"
 #include "support/json.h"
+#include "support/stack.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
-#include "support/stack.h"
 
 namespace xgr2 {
 namespace {

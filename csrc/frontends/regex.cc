@@ -11,9 +11,9 @@
 
 #include "grammar/repetition.h"
 
+#include "support/stack.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
-#include "support/stack.h"
 
 namespace xgr2 {
 namespace {

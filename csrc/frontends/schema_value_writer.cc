@@ -6,8 +6,8 @@
 
 #include "frontends/json_formats.h"
 #include "frontends/schema_refs.h"
-#include "xgr2/errors.h"
 #include "support/stack.h"
+#include "xgr2/errors.h"
 
 namespace xgr2 {
 

@@ -12,8 +12,8 @@
 #include "frontends/schema_refs.h"
 #include "frontends/schema_value_writer.h"
 #include "grammar/tag_dispatch.h"
-#include "xgr2/errors.h"
 #include "support/stack.h"
+#include "xgr2/errors.h"
 
 namespace xgr2 {
 namespace {

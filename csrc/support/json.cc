@@ -4,8 +4,8 @@
 #include <functional>
 #include <stdexcept>
 
-#include "support/utf8.h"
 #include "support/stack.h"
+#include "support/utf8.h"
 
 namespace xgr2 {
 
