@@ -83,15 +83,15 @@ float ChunkWeightsPortable(const float* x, const uint32_t* words, int64_t n, con
   return mass;
 }
 
-// The weights exp((x - M) / T) of n tokens (mask bits `words`) with x >= tau summed: into
-// *all, and into *min_p those that also pass the min-p cut.
-void WordMassPortable(const float* x, uint32_t word, int64_t n, const Keep& k, float tau, float* all, float* min_p) {
+// The weights `wt` (computed before: 0 where the mask or an earlier cut drops the token)
+// of n tokens with x >= tau summed: into *all, and into *min_p those that also pass the
+// min-p cut. No exp: a comparison per token.
+void WordMassFromPortable(const float* x, const float* wt, int64_t n, const Keep& k, float tau, float* all,
+                          float* min_p) {
   for (int64_t t = 0; t < n; ++t) {
-    if (!((word >> t) & 1u) || !(x[t] >= tau)) continue;
-    float z = (x[t] - k.row_max) * k.inv_temp;
-    float w = ExpNonPositive(z);
-    *all += w;
-    if (z >= k.log_min_p) *min_p += w;
+    if (!(x[t] >= tau)) continue;
+    *all += wt[t];
+    if ((x[t] - k.row_max) * k.inv_temp >= k.log_min_p) *min_p += wt[t];
   }
 }
 
@@ -183,21 +183,20 @@ __attribute__((target("avx2,fma"))) float ChunkWeightsAvx2(const float* x, const
   return _mm_cvtss_f32(h);
 }
 
-// WordMassPortable for 32 tokens.
-__attribute__((target("avx2,fma"))) void WordMassAvx2(const float* x, uint32_t word, const Keep& k, float tau,
-                                                       float* all, float* min_p) {
+// WordMassFromPortable for 32 tokens.
+__attribute__((target("avx2,fma"))) void WordMassFromAvx2(const float* x, const float* wt, const Keep& k, float tau,
+                                                           float* all, float* min_p) {
   const __m256 vtau = _mm256_set1_ps(tau), row_max = _mm256_set1_ps(k.row_max);
   const __m256 inv_temp = _mm256_set1_ps(k.inv_temp), log_min_p = _mm256_set1_ps(k.log_min_p);
   __m256 a = _mm256_setzero_ps(), b = _mm256_setzero_ps();
   for (int q = 0; q < 4; ++q) {
     __m256 v = _mm256_loadu_ps(x + 8 * q);
+    __m256 e = _mm256_and_ps(_mm256_loadu_ps(wt + 8 * q), _mm256_cmp_ps(v, vtau, _CMP_GE_OQ));
     __m256 z = _mm256_mul_ps(_mm256_sub_ps(v, row_max), inv_temp);
-    __m256 keep = _mm256_and_ps(LaneMask(word, q), _mm256_cmp_ps(v, vtau, _CMP_GE_OQ));
-    __m256 e = _mm256_and_ps(ExpNonPositiveAvx2(z), keep);
     a = _mm256_add_ps(a, e);
     b = _mm256_add_ps(b, _mm256_and_ps(e, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ)));
   }
-  __m256 ab = _mm256_hadd_ps(a, b);  // lanes: a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
+  __m256 ab = _mm256_hadd_ps(a, b);
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(ab), _mm256_extractf128_ps(ab, 1));
   *all += h[0] + h[1];
   *min_p += h[2] + h[3];
@@ -276,13 +275,13 @@ struct Row {
 #endif
     return ChunkWeightsPortable(x + c * kChunk, ChunkWords(c), ChunkSize(c), k, out);
   }
-  // WordMass over word w (0-based in the row).
-  void WordMass(int64_t w, const Keep& k, float tau, float* all, float* min_p) const {
+  // WordMassFromPortable over word w (0-based in the row); `wt`: the row's token weights.
+  void WordMassFrom(int64_t w, const float* wt, const Keep& k, float tau, float* all, float* min_p) const {
     int64_t begin = 32 * w;
 #ifdef XGR2_X86
-    if (begin + 32 <= vocab && HasAvx2()) return WordMassAvx2(x + begin, words[w], k, tau, all, min_p);
+    if (begin + 32 <= vocab && HasAvx2()) return WordMassFromAvx2(x + begin, wt + begin, k, tau, all, min_p);
 #endif
-    WordMassPortable(x + begin, words[w], std::min<int64_t>(32, vocab - begin), k, tau, all, min_p);
+    WordMassFromPortable(x + begin, wt + begin, std::min<int64_t>(32, vocab - begin), k, tau, all, min_p);
   }
   int64_t FirstAllowed() const {
     for (int64_t w = 0; w < chunks * kWords; ++w) {
@@ -377,13 +376,15 @@ bool ChunkLive(float cm_c, const Keep& k) {
   return cm_c >= k.tau && (cm_c - k.row_max) * k.inv_temp >= std::max(kExpFloor, k.log_min_p);
 }
 
-// The mass of the kept tokens: per chunk into `mass` (if given), and in all.
-double ChunkMasses(const Row& row, const std::vector<float>& cm, const Keep& k, std::vector<float>* mass) {
+// The mass of the kept tokens: per chunk into `mass` (if given), and in all; each live
+// chunk's token weights into `weights` (if given; kChunk per chunk).
+double ChunkMasses(const Row& row, const std::vector<float>& cm, const Keep& k, std::vector<float>* mass,
+                   float* weights = nullptr) {
   double total = 0;
   if (mass) mass->assign(row.chunks, 0.0f);
   for (int64_t c = 0; c < row.chunks; ++c) {
     if (!ChunkLive(cm[c], k)) continue;
-    float m = row.ChunkWeights(c, k, nullptr);
+    float m = row.ChunkWeights(c, k, weights ? weights + c * kChunk : nullptr);
     if (mass) (*mass)[c] = m;
     total += m;
   }
@@ -484,9 +485,9 @@ int32_t Draw(const Row& row, const std::vector<float>& mass, const Keep& k, floa
 // are both upper sets of the logits, so the accepted token follows the kept
 // distribution restricted to their intersection exactly.
 //
-// One pass over the live chunks gives Z; a round then sums weights only over the 32-token
-// words whose maximum is above the pivot, and that sum, per chunk, is also the next
-// round's draw mass.
+// One pass over the live chunks gives Z and keeps every token's weight; a round then sums
+// the kept weights (no exp) only over the 32-token words whose maximum is above the pivot,
+// and that sum, per chunk, is also the next round's draw mass.
 int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vector<float>& wmax, const Keep& keep,
                    float top_p, Random* rng, SamplingScratch* s) {
   Keep topk = keep;
@@ -494,7 +495,9 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vect
   std::vector<float>& all = s->chunk_mass;     // per chunk: the mass above the pivot
   std::vector<float>& kept = s->chunk_mass_b;  // the same within the min-p cut
   kept.assign(row.chunks, 0.0f);
-  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &all);
+  s->token_weights.resize(row.chunks * kChunk);
+  const float* wt = s->token_weights.data();
+  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &all, s->token_weights.data());
   bool has_min_p = keep.log_min_p > kNegInf;
   // Per chunk, the mass of tokens with x >= tau (all and within min-p); the total of the
   // former.
@@ -505,7 +508,7 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vect
       float a = 0, b = 0;
       if (ChunkLive(cm[c], topk) && cm[c] >= tau) {
         for (int64_t w = c * kWords; w < (c + 1) * kWords; ++w) {
-          if (wmax[w] >= tau) row.WordMass(w, keep, tau, &a, &b);
+          if (wmax[w] >= tau) row.WordMassFrom(w, wt, keep, tau, &a, &b);
         }
       }
       all[c] = a;

@@ -30,6 +30,7 @@ struct SamplingParams {
 struct SamplingScratch {
   std::vector<uint32_t> words;  // the row's mask, padded to whole chunks
   std::vector<float> chunk_max, word_max, chunk_mass, chunk_mass_b, values, weights;
+  std::vector<float> token_weights;  // top-p: each token's weight, computed once per row
 };
 
 // `words` holds ceil(vocab / 32) words or more; bits of ids >= vocab are ignored.
