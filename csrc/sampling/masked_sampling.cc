@@ -196,7 +196,7 @@ __attribute__((target("avx2,fma"))) void WordMassFromAvx2(const float* x, const 
     a = _mm256_add_ps(a, e);
     b = _mm256_add_ps(b, _mm256_and_ps(e, _mm256_cmp_ps(z, log_min_p, _CMP_GE_OQ)));
   }
-  __m256 ab = _mm256_hadd_ps(a, b);
+  __m256 ab = _mm256_hadd_ps(a, b);  // lanes: a0+a1 a2+a3 b0+b1 b2+b3 | a4+a5 a6+a7 b4+b5 b6+b7
   __m128 h = _mm_add_ps(_mm256_castps256_ps128(ab), _mm256_extractf128_ps(ab, 1));
   *all += h[0] + h[1];
   *min_p += h[2] + h[3];

@@ -52,7 +52,10 @@ size_t StackLeft() {
   char marker = 0;
   auto here = reinterpret_cast<uintptr_t>(&marker);
 #endif
-  return here > b.low ? here - b.low : 0;
+  // A frame outside the thread's stack (a coroutine's or fiber's own stack, a signal
+  // stack): nothing known about it.
+  if (here < b.low || here - b.low > b.size) return SIZE_MAX;
+  return here - b.low;
 }
 
 bool StackNearlyFull() {
