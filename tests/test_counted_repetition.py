@@ -147,7 +147,7 @@ def test_counted_rules_after_doubled_repetitions_match_python_re():
     pattern = "".join(f"(?:a|a{c}){{40}}" for c in "bcdefghij") + "[a-z]{0,50}\\."
     rng = random.Random(7)
     for _ in range(40):
-        text = "".join(rng.choice(["a", "a" + c]) * 1 for c in "bcdefghij" for _ in range(40))
+        text = "".join(rng.choice(["a", "a" + c]) for c in "bcdefghij" for _ in range(40))
         tail = "".join(rng.choice("abz") for _ in range(rng.choice([0, 1, 49, 50, 51])))
         for candidate in (text + tail + ".", text[:-1] + tail + "."):
             assert accepts(start, candidate) == (re.fullmatch(pattern, candidate) is not None), candidate

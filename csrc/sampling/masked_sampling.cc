@@ -496,8 +496,8 @@ int32_t SampleTopP(const Row& row, const std::vector<float>& cm, const std::vect
   std::vector<float>& kept = s->chunk_mass_b;  // the same within the min-p cut
   kept.assign(row.chunks, 0.0f);
   s->token_weights.resize(row.chunks * kChunk);
-  const float* wt = s->token_weights.data();
-  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &all, s->token_weights.data());
+  float* wt = s->token_weights.data();
+  double need = std::max(top_p, 1e-30f) * ChunkMasses(row, cm, topk, &all, wt);
   bool has_min_p = keep.log_min_p > kNegInf;
   // Per chunk, the mass of tokens with x >= tau (all and within min-p); the total of the
   // former.

@@ -349,10 +349,11 @@ class TreeDrafter(Frozen):
     def _laid_out(state: xgr2.MatcherState, written: bytes, siblings: bool = True) -> str:
         """The text forced but for optional whitespace (``,"age":`` after a JSON value), with
         the whitespace the model wrote after the same character last time (``, "age": ``;
-        after a ``,``, that of a later ``{`` or ``[`` that broke the line, as a pretty
-        printer lays out a list; one space after a ``:`` or ``,`` not written yet, as
-        ``json.dumps`` separates):
-        with JSON's free layout nothing is forced between values, yet the keys are.
+        one space after a ``:`` or ``,`` not written yet, as ``json.dumps`` separates):
+        with JSON's free layout nothing is forced between values, yet the keys are. With
+        ``siblings``, laid out as a pretty printer lays out a list: after a ``,``, the
+        whitespace of a later ``{`` or ``[`` that broke the line, and a closing ``}`` or
+        ``]`` as its opener (:func:`_closing_layout`).
 
         Example:
           >>> import xgr2
@@ -406,9 +407,9 @@ class TreeDrafter(Frozen):
         """The texts that close the free stretch ``state`` is in and go on with forced text:
         each closing character of :data:`_CLOSERS` the grammar allows next, followed by
         the text forced after it (laid out as the list's items are, then, where that
-        differs, as after the character's last occurrence), or by up to ``depth - 1`` more closings where
-        a choice follows it (`", "` and `"]` after an array's string). Empty where none is
-        followed by forced text.
+        differs, as after the character's last occurrence), or by up to ``depth - 1``
+        more closings where a choice follows it (`", "` and `"]` after an array's string).
+        Empty where none is followed by forced text.
 
         Example:
           >>> import xgr2
@@ -431,12 +432,16 @@ class TreeDrafter(Frozen):
             nxt = state.try_advance_bytes(bytes([closer]))
             if nxt is None:
                 continue
+            if nxt.is_terminated:
+                out.append(chr(closer))
+                continue
             text = written + bytes([closer])
-            rests = [""] if nxt.is_terminated else [nxt.jump_forward_text()]
-            if not rests[0]:  # both layouts where they differ (the list's, the character's last)
-                rests = list(dict.fromkeys([self._laid_out(nxt, text), self._laid_out(nxt, text, siblings=False)]))
-            if rests[0] or nxt.is_terminated:
-                out += [chr(closer) + rest for rest in rests if rest or nxt.is_terminated]
+            forced = nxt.jump_forward_text()
+            # Else both layouts where they differ (the list's, the character's last).
+            rests = [forced] if forced else [self._laid_out(nxt, text), self._laid_out(nxt, text, siblings=False)]
+            rests = [rest for rest in dict.fromkeys(rests) if rest]
+            if rests:
+                out += [chr(closer) + rest for rest in rests]
             elif depth > 1 and (not last or nxt.try_advance_bytes(last) is None):
                 # A choice follows a character that ended the stretch (the stretch's last
                 # character may not follow it): close one level further.
