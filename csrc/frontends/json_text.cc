@@ -147,6 +147,7 @@ int32_t JsonText::KeySeparator() {
 
 int32_t JsonText::HexDigits(uint32_t lo, uint32_t hi) {
   std::vector<CodepointRange> r;
+  r.reserve(3);
   auto add = [&](uint32_t a, uint32_t z, uint32_t base) {  // digit values [a, z] written from `base`
     uint32_t x = std::max(lo, a), y = std::min(hi, z);
     if (x <= y) r.push_back({base + x - a, base + y - a});

@@ -228,9 +228,16 @@ class RangeNfa {
 // order from 0; a single rejecting state when none accepts.
 std::vector<State> Trim(const std::vector<State>& in) {
   size_t n = in.size();
-  std::vector<std::vector<int32_t>> preds(n);
+  // Predecessors in one array, state by state (preds_begin[s] .. preds_begin[s + 1]).
+  std::vector<int32_t> preds_begin(n + 1, 0), preds;
+  for (const State& st : in) {
+    for (const Edge& e : st.edges) ++preds_begin[e.target + 1];
+  }
+  for (size_t s = 0; s < n; ++s) preds_begin[s + 1] += preds_begin[s];
+  preds.resize(preds_begin[n]);
+  std::vector<int32_t> fill(preds_begin.begin(), preds_begin.end() - 1);
   for (size_t s = 0; s < n; ++s) {
-    for (const Edge& e : in[s].edges) preds[e.target].push_back(static_cast<int32_t>(s));
+    for (const Edge& e : in[s].edges) preds[fill[e.target]++] = static_cast<int32_t>(s);
   }
   std::vector<uint8_t> live(n, 0);
   std::vector<int32_t> stack;
@@ -240,8 +247,8 @@ std::vector<State> Trim(const std::vector<State>& in) {
   while (!stack.empty()) {
     int32_t s = stack.back();
     stack.pop_back();
-    for (int32_t p : preds[s]) {
-      if (!live[p]) live[p] = 1, stack.push_back(p);
+    for (int32_t k = preds_begin[s]; k < preds_begin[s + 1]; ++k) {
+      if (!live[preds[k]]) live[preds[k]] = 1, stack.push_back(preds[k]);
     }
   }
   if (n == 0 || !live[0]) return {State{}};
@@ -259,6 +266,7 @@ std::vector<State> Trim(const std::vector<State>& in) {
   std::vector<State> out(order.size());
   for (size_t i = 0; i < order.size(); ++i) {
     out[i].accepting = in[order[i]].accepting;
+    out[i].edges.reserve(in[order[i]].edges.size());
     for (const Edge& e : in[order[i]].edges) {
       if (id[e.target] >= 0) PushEdge(&out[i].edges, e.lo, e.hi, id[e.target]);
     }
@@ -269,7 +277,9 @@ std::vector<State> Trim(const std::vector<State>& in) {
 // A state's signature under a class assignment: acceptance, then per range the target's
 // class (adjacent ranges into one class read as one).
 std::vector<uint32_t> Signature(const State& st, const std::vector<int32_t>& cls, uint32_t own) {
-  std::vector<uint32_t> sig = {own};
+  std::vector<uint32_t> sig;
+  sig.reserve(1 + 3 * st.edges.size());
+  sig.push_back(own);
   for (const Edge& e : st.edges) {
     uint32_t c = static_cast<uint32_t>(cls[e.target]);
     if (sig.size() > 1 && sig.back() == c && sig[sig.size() - 2] + 1 == e.lo) {
@@ -290,6 +300,7 @@ std::vector<State> Quotient(const std::vector<State>& in, const std::vector<int3
     if (done[c]) continue;
     done[c] = 1;
     out[c].accepting = in[s].accepting;
+    out[c].edges.reserve(in[s].edges.size());
     for (const Edge& e : in[s].edges) PushEdge(&out[c].edges, e.lo, e.hi, cls[e.target]);
   }
   return Trim(out);

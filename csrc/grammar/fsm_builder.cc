@@ -296,20 +296,20 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     return result;
   };
   // The rules an expression references directly (not through other rules).
-  auto callees = [&](int32_t body) {
-    std::vector<int32_t> out, todo = {body};
+  std::vector<int32_t> todo;
+  auto callees = [&](int32_t body, std::vector<int32_t>* out) {
+    todo.assign(1, body);
     while (!todo.empty()) {
       const Expr& e = g.exprs[todo.back()];
       todo.pop_back();
-      if (e.kind == ExprKind::kRuleRef) out.push_back(e.rule);
+      if (e.kind == ExprKind::kRuleRef) out->push_back(e.rule);
       todo.insert(todo.end(), e.children.begin(), e.children.end());
     }
-    return out;
   };
   std::vector<std::vector<int32_t>> rule_callees(num_rules);
   std::vector<int32_t> call_sites(num_rules, 0);  // references from rule bodies
   for (int32_t r = 0; r < num_rules; ++r) {
-    rule_callees[r] = callees(g.rules[r].body);
+    callees(g.rules[r].body, &rule_callees[r]);
     for (int32_t c : rule_callees[r]) ++call_sites[c];
   }
   // Callees first, by an explicit depth-first walk of the call graph (automata emitted
@@ -394,9 +394,13 @@ class IrKeyWriter {
 
  private:
   void Put(int32_t v) { words_.push_back(v); }
-  void PutString(const std::string& s) {  // a word per byte: simple, and literals are short
+  void PutString(const std::string& s) {  // the length, then the bytes packed four a word
     Put(static_cast<int32_t>(s.size()));
-    for (char c : s) Put(static_cast<uint8_t>(c));
+    for (size_t i = 0; i < s.size(); i += 4) {
+      uint32_t word = 0;
+      for (size_t k = i; k < std::min(i + 4, s.size()); ++k) word = word << 8 | static_cast<uint8_t>(s[k]);
+      Put(static_cast<int32_t>(word));
+    }
   }
   void PutRanges(const Expr& e) {
     Put(e.negated);
@@ -849,6 +853,14 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
   for (int32_t r = 0; r < num_rules; ++r) {
     if (g.rules[r].counted()) fsm.node_counts[fsm.rule_start[r]] = 1, fsm.any_counted = true;
   }
+  size_t num_edges = 0;
+  for (const RuleDfa& d : dfas) num_edges += d.edges.size();
+  fsm.edges.reserve(num_edges);
+  fsm.node_rule.reserve(offset);
+  fsm.node_final.reserve(offset);
+  fsm.first_bytes.reserve(offset);
+  fsm.rule_edge_begin.reserve(offset);
+  fsm.edge_begin.reserve(offset + 1);
   fsm.edge_begin.push_back(0);
   for (int32_t r = 0; r < num_rules; ++r) {
     const RuleDfa& d = dfas[r];

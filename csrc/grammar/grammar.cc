@@ -8,15 +8,16 @@ namespace xgr2 {
 
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) {
   std::sort(ranges.begin(), ranges.end(), [](auto a, auto b) { return a.lo < b.lo; });
-  std::vector<CodepointRange> out;
-  for (auto r : ranges) {
-    if (!out.empty() && r.lo <= out.back().hi + 1) {
-      out.back().hi = std::max(out.back().hi, r.hi);
+  size_t kept = 0;  // merged in place: no allocation
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (kept > 0 && ranges[i].lo <= ranges[kept - 1].hi + 1) {
+      ranges[kept - 1].hi = std::max(ranges[kept - 1].hi, ranges[i].hi);
     } else {
-      out.push_back(r);
+      ranges[kept++] = ranges[i];
     }
   }
-  return out;
+  ranges.resize(kept);
+  return ranges;
 }
 
 std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges) {
@@ -34,6 +35,7 @@ std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>&
 
 std::vector<CodepointRange> ComplementRanges(const std::vector<CodepointRange>& ranges, uint32_t max) {
   std::vector<CodepointRange> out;
+  out.reserve(ranges.size() + 1);
   uint32_t next = 0;
   for (const CodepointRange& r : ranges) {
     if (r.lo > next) out.push_back({next, r.lo - 1});

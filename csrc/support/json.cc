@@ -266,12 +266,12 @@ void Dump(const JsonValue& v, std::string* out) {
 
 }  // namespace
 
-const JsonValue* JsonValue::Find(const std::string& key) const {
-  const JsonValue* found = nullptr;
-  for (const auto& [k, v] : members) {
-    if (k == key) found = &v;
+const JsonValue* JsonValue::Find(std::string_view key) const {
+  for (auto it = members.end(); it != members.begin();) {  // from the end: the last one wins
+    --it;
+    if (it->first == key) return &it->second;
   }
-  return found;
+  return nullptr;
 }
 
 JsonValue ParseJson(const std::string& text) { return JsonReader(text).Document(); }

@@ -117,7 +117,7 @@ struct JsonValue {
   bool IsNumber() const { return kind == Kind::kNumber; }
   bool IsBool() const { return kind == Kind::kBool; }
   // The member `key` of an object (the last one if repeated), or nullptr.
-  const JsonValue* Find(const std::string& key) const;
+  const JsonValue* Find(std::string_view key) const;
 
  private:
   static thread_local int64_t copied_on_thread_;
