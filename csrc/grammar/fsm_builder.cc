@@ -235,7 +235,8 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   std::vector<int8_t> wide_memo(g.exprs.size(), -1);
   std::vector<int64_t> size_memo(g.exprs.size(), -2);
   // Whether an expression can match one character of a wide class.
-  std::function<bool(int32_t)> wide = [&](int32_t id) -> bool {
+  // (Recursive lambdas take themselves as `self`: no std::function call per expression.)
+  auto wide = [&](auto& self, int32_t id) -> bool {
     if (wide_memo[id] >= 0) return wide_memo[id];
     const Expr& e = g.exprs[id];
     bool result = false;
@@ -244,9 +245,9 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       for (const CodepointRange& r : e.ranges) count += r.hi - r.lo + 1;
       result = e.negated || count >= kWideClass;
     } else if (e.kind == ExprKind::kRuleRef) {
-      result = inlined[e.rule] && wide(g.rules[e.rule].body);
+      result = inlined[e.rule] && self(self, g.rules[e.rule].body);
     } else {
-      for (int32_t c : e.children) result = result || wide(c);
+      for (int32_t c : e.children) result = result || self(self, c);
     }
     wide_memo[id] = result;
     return result;
@@ -255,13 +256,13 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   // rule that keeps its automaton is one edge), capped just past the limit; -1 if it
   // references a rule still being decided. Recursion is bounded by the parser's
   // nesting limit.
-  std::function<int64_t(int32_t)> expr_size = [&](int32_t id) -> int64_t {
+  auto expr_size = [&](auto& self, int32_t id) -> int64_t {
     if (size_memo[id] != -2) return size_memo[id];
     const Expr& e = g.exprs[id];
     int64_t total = 1;
     if (e.kind == ExprKind::kTagDispatch) {
       total = -1;  // free text: a wide loop
-    } else if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(e.children[0])) {
+    } else if (e.kind == ExprKind::kRepeat && e.max < 0 && wide(wide, e.children[0])) {
       total = -1;
     } else if (e.kind == ExprKind::kRuleRef) {
       // A call of a rule that keeps its own automaton is one edge; a rule still being
@@ -270,7 +271,7 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     } else {
       int64_t copies = e.kind == ExprKind::kRepeat ? std::max<int64_t>(1, e.max < 0 ? e.min + 1 : e.max) : 1;
       for (int32_t c : e.children) {
-        int64_t child = expr_size(c);
+        int64_t child = self(self, c);
         if (child < 0) {
           total = -1;
           break;
@@ -283,14 +284,14 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
   };
   // Whether an expression, inlined rules expanded, still calls a rule.
   std::vector<int8_t> calls_memo(g.exprs.size(), -1);
-  std::function<bool(int32_t)> calls = [&](int32_t id) -> bool {
+  auto calls = [&](auto& self, int32_t id) -> bool {
     if (calls_memo[id] >= 0) return calls_memo[id];
     const Expr& e = g.exprs[id];
     bool result = false;
     if (e.kind == ExprKind::kRuleRef) {
-      result = !inlined[e.rule] || calls(g.rules[e.rule].body);
+      result = !inlined[e.rule] || self(self, g.rules[e.rule].body);
     } else {
-      for (int32_t c : e.children) result = result || calls(c);
+      for (int32_t c : e.children) result = result || self(self, c);
     }
     calls_memo[id] = result;
     return result;
@@ -338,8 +339,8 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
       stack.pop_back();
       // Sized while still open: a rule that calls itself is never inlined.
       if (r != g.root && !g.rules[r].shared && !g.rules[r].counted()) {
-        int64_t s = expr_size(g.rules[r].body);
-        int64_t limit = !calls(g.rules[r].body) ? kMaxInlineExprs
+        int64_t s = expr_size(expr_size, g.rules[r].body);
+        int64_t limit = !calls(calls, g.rules[r].body) ? kMaxInlineExprs
                         : call_sites[r] == 1    ? kMaxInlineOnceCallingExprs
                                                 : kMaxInlineCallingExprs;
         if (s >= 0 && s <= limit) inlined[r] = 1, size[r] = s;
@@ -351,10 +352,14 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
 }
 
 // Whether a final node is reachable from the start through edges that pass `edge_ok`.
+// `seen` and `stack` are scratch space, reused across calls.
 template <typename EdgeOk>
-bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok) {
-  std::vector<uint8_t> seen(d.final.size(), 0);
-  std::vector<int32_t> stack = {0};
+bool ReachesFinal(const RuleDfa& d, EdgeOk edge_ok, std::vector<uint8_t>* seen_scratch,
+                  std::vector<int32_t>* stack_scratch) {
+  std::vector<uint8_t>& seen = *seen_scratch;
+  std::vector<int32_t>& stack = *stack_scratch;
+  seen.assign(d.final.size(), 0);
+  stack.assign(1, 0);
   seen[0] = 1;
   while (!stack.empty()) {
     int32_t n = stack.back();
@@ -768,10 +773,13 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     std::vector<uint8_t> marked(num_rules, 0);
     std::vector<int32_t> work;
     for (int32_t r = 0; r < num_rules; ++r) work.push_back(r);
+    std::vector<uint8_t> seen;
+    std::vector<int32_t> stack;
     while (!work.empty()) {
       int32_t r = work.back();
       work.pop_back();
-      if (marked[r] || unless(r) || !ReachesFinal(dfas[r], [&](const FsmEdge& e) { return edge_ok(e, marked); })) {
+      if (marked[r] || unless(r) ||
+          !ReachesFinal(dfas[r], [&](const FsmEdge& e) { return edge_ok(e, marked); }, &seen, &stack)) {
         continue;
       }
       marked[r] = 1;
