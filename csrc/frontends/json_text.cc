@@ -262,12 +262,24 @@ int32_t JsonText::CharInUncached(const std::vector<CodepointRange>& ranges) {
 }
 
 int32_t JsonText::NonAsciiChar() {
-  if (non_ascii_rule_ < 0) {
-    int32_t body = CharInUncached({{0x80, 0xD7FF}, {0xE000, kMaxCodepoint}});
-    non_ascii_rule_ = b_->NewRule("json_char_non_ascii");
-    b_->SetBody(non_ascii_rule_, body);
-  }
+  if (non_ascii_rule_ < 0) non_ascii_rule_ = ImportGrammar(b_, NonAsciiCharRules(), "");
   return b_->Ref(non_ascii_rule_);
+}
+
+// Built once per process and copied into each grammar that needs it: its \uXXXX trees
+// and surrogate pairs are a few hundred expressions, the same every time, and building
+// them was a tenth of a median real-world schema's front end.
+const GrammarIR& JsonText::NonAsciiCharRules() {
+  static const GrammarIR* const rules = [] {
+    auto* g = new GrammarIR();
+    IrBuilder b(g);
+    JsonText text(&b, JsonLayout{});
+    int32_t body = text.CharInUncached({{0x80, 0xD7FF}, {0xE000, kMaxCodepoint}});
+    g->root = b.NewRule("json_char_non_ascii");
+    b.SetBody(g->root, body);
+    return g;
+  }();
+  return *rules;
 }
 
 int32_t JsonText::AnyChar() {

@@ -76,6 +76,8 @@ class JsonText {
 
  private:
   int32_t CharInUncached(const std::vector<CodepointRange>& ranges);
+  // NonAsciiChar's rules (the root and its escape rule), built once per process.
+  static const GrammarIR& NonAsciiCharRules();
   int32_t Ws();
   // What follows an opening bracket before the first item at `depth`.
   int32_t AfterOpen(int depth);
