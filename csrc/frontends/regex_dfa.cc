@@ -192,23 +192,26 @@ class RangeNfa {
 
  private:
   std::vector<int32_t> Closure(std::vector<int32_t> stack, int64_t* work) {
-    std::vector<int32_t> seen;
+    // mark_ and seen_ are scratch: all clear between calls (only the nodes seen are reset).
     std::vector<uint8_t>& mark = mark_;
-    mark.assign(edges_.size(), 0);
-    for (int32_t n : stack) mark[n] = 1;
-    while (!stack.empty()) {
-      int32_t n = stack.back();
-      stack.pop_back();
-      seen.push_back(n);
-      for (int32_t m : eps_[n]) {
-        if (!mark[m]) mark[m] = 1, stack.push_back(m);
+    std::vector<int32_t>& seen = seen_;
+    mark.resize(edges_.size(), 0);
+    seen.clear();
+    for (int32_t n : stack) {
+      if (!mark[n]) mark[n] = 1, seen.push_back(n);
+    }
+    for (size_t i = 0; i < seen.size(); ++i) {
+      for (int32_t m : eps_[seen[i]]) {
+        if (!mark[m]) mark[m] = 1, seen.push_back(m);
       }
     }
     Spend(work, static_cast<int64_t>(seen.size()));
     // Only nodes that read a character and the final node tell sets apart;
     // pass-through nodes would only make twin states.
     std::vector<int32_t> key;
+    key.reserve(seen.size());
     for (int32_t n : seen) {
+      mark[n] = 0;
       if (!edges_[n].empty() || n == final_) key.push_back(n);
     }
     std::sort(key.begin(), key.end());
@@ -219,6 +222,7 @@ class RangeNfa {
   std::vector<std::vector<Edge>> edges_;
   std::vector<std::vector<int32_t>> eps_;
   std::vector<uint8_t> mark_;
+  std::vector<int32_t> seen_;
   int32_t final_ = -1;
 };
 

@@ -296,42 +296,38 @@ std::vector<uint8_t> InlinableRules(const GrammarIR& g) {
     calls_memo[id] = result;
     return result;
   };
-  // The rules an expression references directly (not through other rules).
-  std::vector<int32_t> todo;
-  auto callees = [&](int32_t body, std::vector<int32_t>* out) {
-    todo.assign(1, body);
+  // The rules each rule's body references directly (not through other rules), all in
+  // one array: rule r's are callees[callees_begin[r] .. callees_begin[r + 1]).
+  std::vector<int32_t> todo, callees, callees_begin(num_rules + 1, 0);
+  std::vector<int32_t> call_sites(num_rules, 0);  // references from rule bodies
+  for (int32_t r = 0; r < num_rules; ++r) {
+    todo.assign(1, g.rules[r].body);
     while (!todo.empty()) {
       const Expr& e = g.exprs[todo.back()];
       todo.pop_back();
-      if (e.kind == ExprKind::kRuleRef) out->push_back(e.rule);
+      if (e.kind == ExprKind::kRuleRef) callees.push_back(e.rule), ++call_sites[e.rule];
       todo.insert(todo.end(), e.children.begin(), e.children.end());
     }
-  };
-  std::vector<std::vector<int32_t>> rule_callees(num_rules);
-  std::vector<int32_t> call_sites(num_rules, 0);  // references from rule bodies
-  for (int32_t r = 0; r < num_rules; ++r) {
-    callees(g.rules[r].body, &rule_callees[r]);
-    for (int32_t c : rule_callees[r]) ++call_sites[c];
+    callees_begin[r + 1] = static_cast<int32_t>(callees.size());
   }
   // Callees first, by an explicit depth-first walk of the call graph (automata emitted
   // as rules make long call chains).
   struct Frame {
     int32_t rule;
-    const std::vector<int32_t>& callees;
-    size_t next = 0;
+    int32_t next;  // index into `callees`
   };
   std::vector<Frame> stack;
   for (int32_t r0 = 0; r0 < num_rules; ++r0) {
     if (state[r0] != kNew) continue;
     state[r0] = kOpen;
-    stack.push_back({r0, rule_callees[r0]});
+    stack.push_back({r0, callees_begin[r0]});
     while (!stack.empty()) {
       Frame& f = stack.back();
-      if (f.next < f.callees.size()) {
-        int32_t c = f.callees[f.next++];
+      if (f.next < callees_begin[f.rule + 1]) {
+        int32_t c = callees[f.next++];
         if (state[c] == kNew) {
           state[c] = kOpen;
-          stack.push_back({c, rule_callees[c]});  // invalidates f
+          stack.push_back({c, callees_begin[c]});  // invalidates f
         }
         continue;
       }
@@ -546,11 +542,18 @@ std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& 
   const int32_t num_rules = static_cast<int32_t>(inlined.size());
   std::vector<int64_t> id(num_rules, -1);
   std::vector<int32_t> waiting(num_rules, 0);  // callees without an id yet
-  std::vector<std::vector<int32_t>> callers(num_rules);
-  std::vector<int32_t> ready;
+  // Each rule's callers in one array: callers[callers_begin[r] .. callers_begin[r + 1]).
+  std::vector<int32_t> callers_begin(num_rules + 1, 0), callers, ready;
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) continue;
-    for (int32_t c : ranked_callees[r]) callers[c].push_back(r);  // callees are distinct
+    for (int32_t c : ranked_callees[r]) ++callers_begin[c + 1];  // callees are distinct
+  }
+  for (int32_t r = 0; r < num_rules; ++r) callers_begin[r + 1] += callers_begin[r];
+  callers.resize(callers_begin[num_rules]);
+  std::vector<int32_t> fill(callers_begin.begin(), callers_begin.end() - 1);
+  for (int32_t r = 0; r < num_rules; ++r) {
+    if (inlined[r]) continue;
+    for (int32_t c : ranked_callees[r]) callers[fill[c]++] = r;
     waiting[r] = static_cast<int32_t>(ranked_callees[r].size());
     if (waiting[r] == 0) ready.push_back(r);
   }
@@ -561,8 +564,8 @@ std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& 
     words.assign({automaton_id[r], r == root});
     for (int32_t c : ranked_callees[r]) words.push_back(id[c]);
     id[r] = InternStructure(words);
-    for (int32_t p : callers[r]) {
-      if (--waiting[p] == 0) ready.push_back(p);
+    for (int32_t k = callers_begin[r]; k < callers_begin[r + 1]; ++k) {
+      if (--waiting[callers[k]] == 0) ready.push_back(callers[k]);
     }
   }
   return id;
@@ -755,16 +758,23 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     dfas.push_back(std::move(dfa));
   }
 
-  // Rules that reference each rule, for worklist fixpoints.
-  std::vector<std::vector<int32_t>> callers(num_rules);
+  // Rules that reference each rule, for worklist fixpoints, in one array: rule r's
+  // callers are callers[callers_begin[r] .. callers_begin[r + 1]) (a caller may repeat).
+  std::vector<int32_t> callers_begin(num_rules + 1, 0), callers;
   for (int32_t r = 0; r < num_rules; ++r) {
     for (const FsmEdge& e : dfas[r].edges) {
-      if (e.rule >= 0) callers[e.rule].push_back(r);
+      if (e.rule >= 0) ++callers_begin[e.rule + 1];
     }
   }
-  for (auto& c : callers) {
-    std::sort(c.begin(), c.end());
-    c.erase(std::unique(c.begin(), c.end()), c.end());
+  for (int32_t r = 0; r < num_rules; ++r) callers_begin[r + 1] += callers_begin[r];
+  callers.resize(callers_begin[num_rules]);
+  {
+    std::vector<int32_t> fill(callers_begin.begin(), callers_begin.end() - 1);
+    for (int32_t r = 0; r < num_rules; ++r) {
+      for (const FsmEdge& e : dfas[r].edges) {
+        if (e.rule >= 0) callers[fill[e.rule]++] = r;
+      }
+    }
   }
   // Marks every rule whose automaton reaches a final node through allowed edges;
   // a rule is rechecked only when a rule it calls becomes marked.
@@ -783,8 +793,8 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
         continue;
       }
       marked[r] = 1;
-      for (int32_t c : callers[r]) {
-        if (!marked[c]) work.push_back(c);
+      for (int32_t k = callers_begin[r]; k < callers_begin[r + 1]; ++k) {
+        if (!marked[callers[k]]) work.push_back(callers[k]);
       }
     }
     return marked;
