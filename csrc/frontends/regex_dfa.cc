@@ -205,7 +205,6 @@ class RangeNfa {
         if (!mark[m]) mark[m] = 1, seen.push_back(m);
       }
     }
-    Spend(work, static_cast<int64_t>(seen.size()));
     // Only nodes that read a character and the final node tell sets apart;
     // pass-through nodes would only make twin states.
     std::vector<int32_t> key;
@@ -214,6 +213,7 @@ class RangeNfa {
       mark[n] = 0;
       if (!edges_[n].empty() || n == final_) key.push_back(n);
     }
+    Spend(work, static_cast<int64_t>(seen.size()));  // may throw: the marks are clear
     std::sort(key.begin(), key.end());
     return key;
   }
