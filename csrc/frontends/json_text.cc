@@ -267,8 +267,9 @@ int32_t JsonText::NonAsciiChar() {
 }
 
 // Built once per process and copied into each grammar that needs it: its \uXXXX trees
-// and surrogate pairs are a few hundred expressions, the same every time, and building
-// them was a tenth of a median real-world schema's front end.
+// and surrogate pairs are a few hundred expressions, the same every time, and copying
+// them costs less than building them (-4% of the front end of a small schema with an
+// `if` on an object's keys).
 const GrammarIR& JsonText::NonAsciiCharRules() {
   static const GrammarIR* const rules = [] {
     auto* g = new GrammarIR();
