@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "frontends/regex.h"
+#include "support/grouped.h"
 #include "support/utf8.h"
 
 namespace xgr2 {
@@ -232,17 +233,11 @@ class RangeNfa {
 // order from 0; a single rejecting state when none accepts.
 std::vector<State> Trim(const std::vector<State>& in) {
   size_t n = in.size();
-  // Predecessors in one array, state by state (preds_begin[s] .. preds_begin[s + 1]).
-  std::vector<int32_t> preds_begin(n + 1, 0), preds;
-  for (const State& st : in) {
-    for (const Edge& e : st.edges) ++preds_begin[e.target + 1];
-  }
-  for (size_t s = 0; s < n; ++s) preds_begin[s + 1] += preds_begin[s];
-  preds.resize(preds_begin[n]);
-  std::vector<int32_t> fill(preds_begin.begin(), preds_begin.end() - 1);
-  for (size_t s = 0; s < n; ++s) {
-    for (const Edge& e : in[s].edges) preds[fill[e.target]++] = static_cast<int32_t>(s);
-  }
+  const Grouped preds(static_cast<int32_t>(n), [&](auto add) {
+    for (size_t s = 0; s < n; ++s) {
+      for (const Edge& e : in[s].edges) add(e.target, static_cast<int32_t>(s));
+    }
+  });
   std::vector<uint8_t> live(n, 0);
   std::vector<int32_t> stack;
   for (size_t s = 0; s < n; ++s) {
@@ -251,8 +246,8 @@ std::vector<State> Trim(const std::vector<State>& in) {
   while (!stack.empty()) {
     int32_t s = stack.back();
     stack.pop_back();
-    for (int32_t k = preds_begin[s]; k < preds_begin[s + 1]; ++k) {
-      if (!live[preds[k]]) live[preds[k]] = 1, stack.push_back(preds[k]);
+    for (int32_t p : preds[s]) {
+      if (!live[p]) live[p] = 1, stack.push_back(p);
     }
   }
   if (n == 0 || !live[0]) return {State{}};

@@ -9,6 +9,7 @@
 #include "grammar/fsm.h"
 #include "grammar/tag_dispatch.h"
 #include "grammar/token_spelling.h"
+#include "support/grouped.h"
 #include "support/utf8.h"
 #include "xgr2/errors.h"
 
@@ -542,18 +543,16 @@ std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& 
   const int32_t num_rules = static_cast<int32_t>(inlined.size());
   std::vector<int64_t> id(num_rules, -1);
   std::vector<int32_t> waiting(num_rules, 0);  // callees without an id yet
-  // Each rule's callers in one array: callers[callers_begin[r] .. callers_begin[r + 1]).
-  std::vector<int32_t> callers_begin(num_rules + 1, 0), callers, ready;
+  const Grouped callers(num_rules, [&](auto add) {
+    for (int32_t r = 0; r < num_rules; ++r) {
+      if (!inlined[r]) {
+        for (int32_t c : ranked_callees[r]) add(c, r);  // callees are distinct
+      }
+    }
+  });
+  std::vector<int32_t> ready;
   for (int32_t r = 0; r < num_rules; ++r) {
     if (inlined[r]) continue;
-    for (int32_t c : ranked_callees[r]) ++callers_begin[c + 1];  // callees are distinct
-  }
-  for (int32_t r = 0; r < num_rules; ++r) callers_begin[r + 1] += callers_begin[r];
-  callers.resize(callers_begin[num_rules]);
-  std::vector<int32_t> fill(callers_begin.begin(), callers_begin.end() - 1);
-  for (int32_t r = 0; r < num_rules; ++r) {
-    if (inlined[r]) continue;
-    for (int32_t c : ranked_callees[r]) callers[fill[c]++] = r;
     waiting[r] = static_cast<int32_t>(ranked_callees[r].size());
     if (waiting[r] == 0) ready.push_back(r);
   }
@@ -564,8 +563,8 @@ std::vector<int64_t> RuleStructureIds(int32_t root, const std::vector<uint8_t>& 
     words.assign({automaton_id[r], r == root});
     for (int32_t c : ranked_callees[r]) words.push_back(id[c]);
     id[r] = InternStructure(words);
-    for (int32_t k = callers_begin[r]; k < callers_begin[r + 1]; ++k) {
-      if (--waiting[callers[k]] == 0) ready.push_back(callers[k]);
+    for (int32_t p : callers[r]) {
+      if (--waiting[p] == 0) ready.push_back(p);
     }
   }
   return id;
@@ -758,24 +757,14 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
     dfas.push_back(std::move(dfa));
   }
 
-  // Rules that reference each rule, for worklist fixpoints, in one array: rule r's
-  // callers are callers[callers_begin[r] .. callers_begin[r + 1]) (a caller may repeat).
-  std::vector<int32_t> callers_begin(num_rules + 1, 0), callers;
-  for (int32_t r = 0; r < num_rules; ++r) {
-    for (const FsmEdge& e : dfas[r].edges) {
-      if (e.rule >= 0) ++callers_begin[e.rule + 1];
-    }
-  }
-  for (int32_t r = 0; r < num_rules; ++r) callers_begin[r + 1] += callers_begin[r];
-  callers.resize(callers_begin[num_rules]);
-  {
-    std::vector<int32_t> fill(callers_begin.begin(), callers_begin.end() - 1);
+  // Rules that reference each rule, for worklist fixpoints (a caller may repeat).
+  const Grouped callers(num_rules, [&](auto add) {
     for (int32_t r = 0; r < num_rules; ++r) {
       for (const FsmEdge& e : dfas[r].edges) {
-        if (e.rule >= 0) callers[fill[e.rule]++] = r;
+        if (e.rule >= 0) add(e.rule, r);
       }
     }
-  }
+  });
   // Marks every rule whose automaton reaches a final node through allowed edges;
   // a rule is rechecked only when a rule it calls becomes marked.
   // `unless` rules are never marked.
@@ -793,8 +782,8 @@ GrammarFsm BuildGrammarFsm(const GrammarIR& g) {
         continue;
       }
       marked[r] = 1;
-      for (int32_t k = callers_begin[r]; k < callers_begin[r + 1]; ++k) {
-        if (!marked[callers[k]]) work.push_back(callers[k]);
+      for (int32_t c : callers[r]) {
+        if (!marked[c]) work.push_back(c);
       }
     }
     return marked;
