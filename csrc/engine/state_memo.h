@@ -198,6 +198,9 @@ class MemoPath {
   // Step by parsing, the state reached not interned: for a walk that never comes back
   // to it (a whitespace run's states differ by the run's length).
   bool StepUninterned(size_t d, uint8_t byte);
+  // From now on, states on a one-way path (OneWay) are not interned, nor anything below
+  // them: for a walk down literal names, which meets each of their states once.
+  void SkipOneWayStates() { skip_one_way_ = true; }
 
   // The parsing work of the steps so far that the memo did not answer: one per step plus
   // the items of each state it made. A budget in this unit bounds a walk's time where a
@@ -207,6 +210,7 @@ class MemoPath {
 
  private:
   bool StepParsing(size_t d, uint8_t byte, bool* ended_now);
+  bool OneWay(const EarleySet& set) const;
   // A first step on a byte that no item of the path's state at depth d scans.
   bool RejectUnscannable(size_t d, uint8_t byte);
   // Interns the path's states up to depth d: from now on steps are memoized.
@@ -216,7 +220,7 @@ class MemoPath {
   EarleySet* const* scratch_;
   bool* ended_;
   bool no_watch_ = false;
-  bool memo_allowed_, memo_started_ = false;
+  bool memo_allowed_, memo_started_ = false, skip_one_way_ = false;
   int64_t memo_after_, steps_parsed_ = 0;
   int64_t parse_work_ = 0;
   StateMemo memo_;
