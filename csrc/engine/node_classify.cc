@@ -328,6 +328,7 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   mask->id = next_id.fetch_add(1, std::memory_order_relaxed);
   std::vector<int32_t> accepted;
   MemoPath memo_path(parser, sets, max_depth, *sets[0], &ended);
+  if (sibling) memo_path.SkipOneWayStates();
   auto step = [&](size_t d, uint8_t byte) {
     bool ended_now = false;
     if (!memo_path.Step(d, byte, &ended_now)) return false;
