@@ -115,7 +115,8 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   constexpr int64_t kLazyMemoSteps = 16;
   int scannable = 0;
   for (uint64_t w : start.next_bytes) scannable += PopCount64(w);
-  const bool narrow = !positions && scannable <= kMaxNarrowBytes && !ByteSetHas(start.next_bytes, ' ');
+  const bool no_space_start = !positions && !ByteSetHas(start.next_bytes, ' ');
+  const bool narrow = no_space_start && scannable <= kMaxNarrowBytes;
   const bool memo = !positions || count >= StateMemo::kMinTokens;
   MemoPath path(parser, sets.Get(max_depth), max_depth, start, nullptr, memo, narrow ? kLazyMemoSteps : 0);
   // A walk from a state that scans a few first bytes, none whitespace (a tool name's
@@ -123,7 +124,7 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
   // interned (MemoPath::OneWay). A tool-calling request's name dispatch 58% fewer
   // instructions; JSON Schema and code-grammar masks unchanged (within 0.5%).
   constexpr int kMaxOneWayBytes = 64;
-  if (!positions && scannable <= kMaxOneWayBytes && !ByteSetHas(start.next_bytes, ' ')) path.SkipOneWayStates();
+  if (no_space_start && scannable <= kMaxOneWayBytes) path.SkipOneWayStates();
   // Over budget, every step fails, so the walk unwinds without entering any subtree.
   int64_t steps_left = max_steps < 0 ? INT64_MAX : max_steps;
   const int64_t max_work = max_steps < 0 ? INT64_MAX : max_steps;
