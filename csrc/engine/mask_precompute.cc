@@ -18,12 +18,7 @@ std::vector<int32_t> TokenMaskCache::MissingNodes() const {
 }
 
 std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
-  // Tokens per first byte: the sizes of the trie's top-level subtrees.
   const TokenTrie& t = tok_.trie();
-  std::array<int64_t, 256> tokens_by_byte{};
-  for (int32_t i = 0; i < t.size(); i = t.nodes[i].next) {
-    tokens_by_byte[t.nodes[i].byte] = t.first_pos[t.nodes[i].next] - t.first_pos[i];
-  }
   std::vector<std::pair<int64_t, int32_t>> cost;  // (-estimate, node)
   EarleyParser parser(fsm_, ThreadScratch());
   EarleySet parent, seeded;
@@ -31,7 +26,7 @@ std::vector<int32_t> TokenMaskCache::CostliestNodes(int64_t count) const {
     parser.Seed(i, &parent, &seeded);
     int64_t estimate = 0;
     for (int b = 0; b < 256; ++b) {
-      if (seeded.CanScan(static_cast<uint8_t>(b))) estimate += tokens_by_byte[b];
+      if (seeded.CanScan(static_cast<uint8_t>(b))) estimate += t.tokens_by_first_byte[b];
     }
     cost.emplace_back(-estimate, i);
   }

@@ -240,15 +240,10 @@ bool TokensStopInsideTag(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_
   }
   if (static_cast<int32_t>(rest.size()) > tok.max_token_bytes()) return true;
   // Whether some token starts with `rest`: down the trie, child by child.
-  const TokenTrie& t = tok.trie();
-  int32_t begin = 0, end = t.size();
+  int32_t at_node = -1;  // the root
   for (char c : rest) {
-    int32_t found = -1;
-    for (int32_t i = begin; i < end; i = t.nodes[i].next) {
-      if (t.nodes[i].byte == static_cast<uint8_t>(c)) found = i;
-    }
-    if (found < 0) return true;
-    begin = found + 1, end = t.nodes[found].next;
+    at_node = tok.trie().Child(at_node, static_cast<uint8_t>(c));
+    if (at_node < 0) return true;
   }
   return false;
 }
@@ -257,43 +252,57 @@ SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t 
   auto bytes_only = [&](int32_t n) { return fsm.rule_edge_begin[n] == fsm.edge_begin[n + 1]; };
   SameSteps same;
   if (!bytes_only(node)) return same;
-  // The target most bytes lead to.
-  int32_t best = -1, most = 0;
+  // Classify asks this of every node it classifies, so most answers come from the
+  // edges alone, before the per-byte tables below. The bytes per distinct target (a
+  // partial tag's node has a few: the free text, the tag's next byte, UTF-8 leads;
+  // more than kMaxTargets is no such node).
+  constexpr int kMaxTargets = 16;
+  std::array<int32_t, kMaxTargets> targets, bytes;
+  int num_targets = 0;
   for (int32_t e = fsm.edge_begin[node]; e < fsm.rule_edge_begin[node]; ++e) {
-    int32_t count = 0;
-    for (int32_t f = fsm.edge_begin[node]; f < fsm.rule_edge_begin[node]; ++f) {
-      if (fsm.edges[f].target == fsm.edges[e].target) count += fsm.edges[f].hi - fsm.edges[f].lo + 1;
+    int k = 0;
+    while (k < num_targets && targets[k] != fsm.edges[e].target) ++k;
+    if (k == num_targets) {
+      if (num_targets == kMaxTargets) return same;
+      targets[num_targets] = fsm.edges[e].target, bytes[num_targets++] = 0;
     }
-    if (count > most) most = count, best = fsm.edges[e].target;
+    bytes[k] += fsm.edges[e].hi - fsm.edges[e].lo + 1;
+  }
+  int32_t best = -1;  // the target most bytes lead to
+  for (int k = 0, most = 0; k < num_targets; ++k) {
+    if (bytes[k] > most) most = bytes[k], best = targets[k];
   }
   if (best < 0 || best == node || fsm.node_rule[best] != fsm.node_rule[node] || !bytes_only(best)) return same;
-  // Each node's target per byte, from its edges in one pass (ByteTarget per byte
-  // searched the edges 512 times: 8k instructions a classification).
-  auto targets_of = [&](int32_t n, std::array<int32_t, 256>& to) {
-    to.fill(-1);
-    for (int32_t e = fsm.edge_begin[n]; e < fsm.rule_edge_begin[n]; ++e) {
-      std::fill(to.begin() + fsm.edges[e].lo, to.begin() + fsm.edges[e].hi + 1, fsm.edges[e].target);
-    }
-  };
-  std::array<int32_t, 256> own_to, best_to;
-  targets_of(node, own_to);
-  targets_of(best, best_to);
-  std::array<uint64_t, 4> live{};  // agreeing bytes that lead somewhere
-  for (int b = 0; b < 256; ++b) {
-    int32_t target = own_to[b];
-    if (target == best_to[b]) {
-      same.first[b >> 6] |= uint64_t{1} << (b & 63);
-      if (target >= 0) live[b >> 6] |= uint64_t{1} << (b & 63);
+  // The bytes on which both lead to one node, from the edges a word at a time (per-byte
+  // target tables cost 2k instructions a call): none along a literal (most nodes).
+  std::array<ByteSet, kMaxTargets> own_by{};  // per distinct target
+  ByteSet own_any{}, best_any{}, live{};      // live: agreeing bytes that lead somewhere
+  for (int32_t e = fsm.edge_begin[node]; e < fsm.rule_edge_begin[node]; ++e) {
+    int k = 0;
+    while (targets[k] != fsm.edges[e].target) ++k;
+    ByteSetAddRange(own_by[k], fsm.edges[e].lo, fsm.edges[e].hi);
+    ByteSetAddRange(own_any, fsm.edges[e].lo, fsm.edges[e].hi);
+  }
+  for (int32_t f = fsm.edge_begin[best]; f < fsm.rule_edge_begin[best]; ++f) {
+    ByteSetAddRange(best_any, fsm.edges[f].lo, fsm.edges[f].hi);
+    for (int k = 0; k < num_targets; ++k) {
+      if (targets[k] != fsm.edges[f].target) continue;
+      ByteSet range{};
+      ByteSetAddRange(range, fsm.edges[f].lo, fsm.edges[f].hi);
+      for (int w = 0; w < 4; ++w) live[w] |= range[w] & own_by[k][w];
     }
   }
+  if (live == ByteSet{}) return same;
+  for (int w = 0; w < 4; ++w) same.first[w] = live[w] | ~(own_any[w] | best_any[w]);  // or dead in both
   // Only tokens whose first byte leads somewhere count: a walk rejects the others at
   // that byte anyway (JSON Schema's whitespace nodes agree with the next one on every
   // byte but '"', yet their only costly tokens start with whitespace, which they walk).
   const TokenTrie& t = tok.trie();
   int64_t covered = 0;
-  for (int32_t i = 0; i < t.size(); i = t.nodes[i].next) {
-    uint8_t b = t.nodes[i].byte;
-    if ((live[b >> 6] >> (b & 63)) & 1) covered += t.first_pos[t.nodes[i].next] - t.first_pos[i];
+  for (int w = 0; w < 4; ++w) {
+    for (uint64_t bits = live[w]; bits; bits &= bits - 1) {
+      covered += t.tokens_by_first_byte[64 * w + __builtin_ctzll(bits)];
+    }
   }
   if (2 * covered >= t.first_pos.back()) same.node = best;
   return same;
@@ -360,8 +369,8 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
   const std::vector<int32_t>& sorted = tok.sorted_ids();
   // Results kept as a bitset (a slice's, a sibling's): `words` less the tokens under the
   // first-byte subtree i of the whole trie, which a walk then decides.
-  auto clear_subtree = [&](std::vector<uint32_t>& words, int64_t& count, int32_t i) {
-    for (int32_t p = full.first_pos[i]; p < full.first_pos[full.nodes[i].next]; ++p) {
+  auto clear_subtree = [&](std::vector<uint32_t>& words, int64_t& count, const TokenTrie::Root& r) {
+    for (int32_t p = r.first_pos; p < r.end_pos; ++p) {
       uint32_t bit = uint32_t{1} << (sorted[p] & 31);
       uint32_t& word = words[sorted[p] >> 5];
       count -= (word & bit) != 0;
@@ -383,10 +392,10 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     const AcceptedSet& theirs = sibling->accepted;
     std::vector<uint32_t> words = theirs.words;
     int64_t count = theirs.count;
-    for (int32_t i = 0; i < full.size(); i = full.nodes[i].next) {
-      if (same->Has(full.nodes[i].byte)) continue;
-      if (!words.empty()) clear_subtree(words, count, i);
-      walk(full, sorted, nullptr, i, full.nodes[i].next);
+    for (const TokenTrie::Root& r : full.roots) {
+      if (same->Has(r.byte)) continue;
+      if (!words.empty()) clear_subtree(words, count, r);
+      walk(full, sorted, nullptr, r.node, r.next);
     }
     if (words.empty()) {
       for (int32_t id : theirs.ids) {
@@ -401,17 +410,15 @@ std::shared_ptr<InnerMask> ClassifyInner(const GrammarFsm& fsm, const TokenizerI
     mask->accepted = AcceptedSet::FromIds(std::move(accepted), tok.vocab_size());
   } else {
     const TokenSlice& slice = *use.slice;
-    for (int32_t i = 0; i < slice.rest.size(); i = slice.rest.nodes[i].next) {  // the first bytes
-      if (!use.Excludes(slice.rest.nodes[i].byte)) {
-        walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), i, slice.rest.nodes[i].next);
-      }
+    for (const TokenTrie::Root& r : slice.rest.roots) {
+      if (!use.Excludes(r.byte)) walk(slice.rest, slice.rest_ids, slice.rest_to_full.data(), r.node, r.next);
     }
     std::vector<uint32_t> words = slice.words;
     int64_t count = slice.count;
-    for (int32_t i = 0; i < full.size(); i = full.nodes[i].next) {
-      if (!use.Excludes(full.nodes[i].byte)) continue;
-      clear_subtree(words, count, i);
-      walk(full, sorted, nullptr, i, full.nodes[i].next);
+    for (const TokenTrie::Root& r : full.roots) {
+      if (!use.Excludes(r.byte)) continue;
+      clear_subtree(words, count, r);
+      walk(full, sorted, nullptr, r.node, r.next);
     }
     accept_with(std::move(words), count);  // the rest trie holds no slice token
   }

@@ -104,21 +104,23 @@ const NodeMask* TokenMaskCache::Lookup(int32_t node, Missing missing, bool all_c
 }
 
 std::shared_ptr<const InnerMask> TokenMaskCache::Classify(int32_t node, bool compute) const {
-  auto classify = [&](NodeSet* reached, bool* keep) -> std::shared_ptr<InnerMask> {
-    // A node most of whose first bytes step like a sibling's (free text after a partial
-    // tag) takes those tokens from the sibling's mask, when this grammar has it, and
-    // walks only the rest. Not stored by structure: the walk did not see the sibling's.
-    // Except where no token gets through the rest of the tag (TokensStopInsideTag): its
-    // own walk is stored by structure, and found by every later grammar with that tag
-    // (the "<" of "<function=" in each request of the dynamic tool-calling benchmark:
-    // 29-45 us every time, 8 us after a first 70).
-    SameSteps steps = SiblingSteps(fsm_, tok_, node);
-    const NodeMask* theirs = steps.node >= 0 ? masks_[steps.node].load(std::memory_order_acquire) : nullptr;
-    if (!theirs || TokensStopInsideTag(fsm_, tok_, node, steps)) {
-      return ClassifyInner(fsm_, tok_, node, pool_.get(), reached);
-    }
-    *keep = false;
+  // A node most of whose first bytes step like a sibling's (free text after a partial
+  // tag) takes those tokens from the sibling's mask, when this grammar has it, and
+  // walks only the rest. Not stored by structure (the walk did not see the sibling's),
+  // nor looked up: its walk reaches what follows the tag (a request's tool names after
+  // "<function="), which later grammars rarely share, and the lookup's keys cost a
+  // fifth of the mask. Except where no token gets through the rest of the tag
+  // (TokensStopInsideTag): its own walk is stored by structure, and found by every
+  // later grammar with that tag (the "<" of "<function=" in each request of the
+  // dynamic tool-calling benchmark: 29-45 us every time, 8 us after a first 70).
+  SameSteps steps = SiblingSteps(fsm_, tok_, node);
+  const NodeMask* theirs = steps.node >= 0 ? masks_[steps.node].load(std::memory_order_acquire) : nullptr;
+  if (theirs && !TokensStopInsideTag(fsm_, tok_, node, steps)) {
+    if (!compute) return nullptr;
     return ClassifyInner(fsm_, tok_, node, pool_.get(), nullptr, theirs->inner.get(), &steps);
+  }
+  auto classify = [&](NodeSet* reached, bool*) -> std::shared_ptr<InnerMask> {
+    return ClassifyInner(fsm_, tok_, node, pool_.get(), reached);
   };
   return SharedByReach<InnerMask>(fsm_, {node}, nullptr, "", *pool_, NodeMaskPool::Kind::kInner, classify, !compute);
 }

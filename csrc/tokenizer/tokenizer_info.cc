@@ -239,7 +239,30 @@ void IndexSubtreeClasses(TokenTrie& t) {
   }
 }
 
+int32_t TokenTrie::Child(int32_t i, uint8_t byte) const {
+  if (i < 0) {
+    for (const Root& r : roots) {
+      if (r.byte == byte) return r.node;
+    }
+    return -1;
+  }
+  if (nodes[i].wide) {
+    const Wide& w = *WideOf(i);
+    return (w.bytes[byte >> 6] >> (byte & 63)) & 1 ? ChildOn(w, byte) : -1;
+  }
+  for (int32_t c = i + 1; c < nodes[i].next; c = nodes[c].next) {
+    if (nodes[c].byte == byte) return c;
+  }
+  return -1;
+}
+
 void IndexWideNodes(TokenTrie& t) {
+  t.roots.clear();
+  t.tokens_by_first_byte.fill(0);
+  for (int32_t i = 0; i < t.size(); i = t.nodes[i].next) {
+    t.roots.push_back({i, t.nodes[i].next, t.first_pos[i], t.first_pos[t.nodes[i].next], t.nodes[i].byte});
+    t.tokens_by_first_byte[t.nodes[i].byte] = t.roots.back().end_pos - t.roots.back().first_pos;
+  }
   t.wide_nodes.clear();
   t.wide.clear();
   t.children.clear();
