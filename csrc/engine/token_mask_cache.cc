@@ -56,36 +56,34 @@ const NodeMask* TokenMaskCache::Lookup(int32_t node, Missing missing, bool all_c
   if (m) return m;
   const bool compute = missing == Missing::kCompute;
   NodeMaskPool& pool = *pool_;
-  std::string same = SameKey('n', &node, sizeof(node));
+  // A node's classification looks no further than its rule and the rules it calls:
+  // any grammar whose rule has the same structure id has it, at the same offset. One
+  // lookup of a short key, where the structural one (Classify) makes and matches keys
+  // of the automata the walk reached. That entry also serves this grammar compiled
+  // again, so only a node without a structure id is kept under the grammar's own id
+  // (a copy per node of every new grammar: 50 tool-calling requests left 860 pool
+  // entries with them, 524 without).
+  const int32_t rule = fsm_.node_rule[node];
+  const int64_t structure = fsm_.rule_structure[rule];
+  std::string key;
+  NodeMaskPool::Kind kind;
+  if (structure >= 0) {
+    const int32_t offset = node - fsm_.rule_start[rule];
+    key.append(reinterpret_cast<const char*>(&structure), sizeof(structure));
+    key.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
+    kind = NodeMaskPool::Kind::kStructInner;
+  } else {
+    key = SameKey('n', &node, sizeof(node));
+    kind = NodeMaskPool::Kind::kSameInner;
+  }
   std::shared_ptr<const InnerMask> inner =
-      grammar_known_ ? pool.Find<InnerMask>(NodeMaskPool::Kind::kSameInner, same) : nullptr;
+      structure >= 0 || grammar_known_ ? pool.Find<InnerMask>(kind, key) : nullptr;
   if (!inner) {
-    // A node's classification looks no further than its rule and the rules it calls:
-    // any grammar whose rule has the same structure id has it, at the same offset. One
-    // lookup of a short key, where the structural one (Classify) makes and matches
-    // keys of the automata the walk reached.
-    const int32_t rule = fsm_.node_rule[node];
-    const int64_t structure = fsm_.rule_structure[rule];
-    std::string by_structure;
-    if (structure >= 0) {
-      const int32_t offset = node - fsm_.rule_start[rule];
-      by_structure.append(reinterpret_cast<const char*>(&structure), sizeof(structure));
-      by_structure.append(reinterpret_cast<const char*>(&offset), sizeof(offset));
-      inner = pool.Find<InnerMask>(NodeMaskPool::Kind::kStructInner, by_structure);
-    }
-    if (!inner && missing == Missing::kFindCheaply && direct_visits_[node].load(std::memory_order_relaxed) == 0) {
-      return nullptr;
-    }
-    if (!inner) {
-      inner = Classify(node, compute);
-      if (!inner) return nullptr;  // not computed anywhere yet, and not to be computed now
-      if (structure >= 0) {
-        int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
-        inner = pool.Insert(NodeMaskPool::Kind::kStructInner, by_structure, std::move(inner), bytes);
-      }
-    }
+    if (missing == Missing::kFindCheaply && direct_visits_[node].load(std::memory_order_relaxed) == 0) return nullptr;
+    inner = Classify(node, compute);
+    if (!inner) return nullptr;  // not computed anywhere yet, and not to be computed now
     int64_t bytes = static_cast<int64_t>(PoolBytes(*inner));
-    inner = pool.Insert(NodeMaskPool::Kind::kSameInner, same, std::move(inner), bytes);
+    inner = pool.Insert(kind, key, std::move(inner), bytes);
   }
   auto* fresh = new NodeMask{inner, {}, all_contexts};
   if (all_contexts) {
