@@ -253,7 +253,7 @@ SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t 
   SameSteps same;
   if (!bytes_only(node)) return same;
   // Classify asks this of every node it classifies, so most answers come from the
-  // edges alone, before the per-byte tables below. The bytes per distinct target (a
+  // edges alone, before the byte sets below. The bytes per distinct target (a
   // partial tag's node has a few: the free text, the tag's next byte, UTF-8 leads;
   // more than kMaxTargets is no such node).
   constexpr int kMaxTargets = 16;
@@ -274,7 +274,8 @@ SameSteps SiblingSteps(const GrammarFsm& fsm, const TokenizerInfo& tok, int32_t 
   }
   if (best < 0 || best == node || fsm.node_rule[best] != fsm.node_rule[node] || !bytes_only(best)) return same;
   // The bytes on which both lead to one node, from the edges a word at a time (per-byte
-  // target tables cost 2k instructions a call): none along a literal (most nodes).
+  // target tables cost 1.7k instructions a call, all of SiblingSteps now 0.6k):
+  // none along a literal (most nodes).
   std::array<ByteSet, kMaxTargets> own_by{};  // per distinct target
   ByteSet own_any{}, best_any{}, live{};      // live: agreeing bytes that lead somewhere
   for (int32_t e = fsm.edge_begin[node]; e < fsm.rule_edge_begin[node]; ++e) {
