@@ -67,6 +67,14 @@ def test_tool_names_sharing_prefixes(tok):
         ('root ::= "' + "constrained_decoding_with_a_long_literal_" * 3 + '" [ab]', ["", "constrained_dec"]),
         # alternatives of one byte and a chain inside a repetition
         ('root ::= ("ab" | "a" | "abc"){2,3} "."', ["", "a", "ab", "abab", "abcab"]),
+        # two rules' literals at once, parting into a digit and a letter loop
+        ('root ::= a | b\na ::= "xy" [0-9]+\nb ::= "xz" [a-z]+ | "w"', ["", "x", "xy", "xz", "w"]),
+        # a loop of single bytes inside the literals, then a class
+        ('root ::= "a" ("bc")* "d" [0-9]+', ["", "a", "abc", "abcbc", "abcd"]),
+        # whitespace bytes as literal letters, and a literal that is its rule's end
+        ('root ::= " " "the" | "\\n" [a-z]+ | "ab" | "abc" [0-9]*', ["", " ", " th", "\n", "a", "ab", "abc"]),
+        # a quote (thousands of tokens start with one) before a string's content
+        ('root ::= "\\"" [a-z]* "\\"" ":" [0-9]', ["", '"', '"ab', '"ab"']),
     ],
 )
 def test_ebnf_chains(tok, ebnf, prefixes):

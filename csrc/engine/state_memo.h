@@ -173,6 +173,11 @@ class MemoPath {
       // Most first steps are on a byte no item scans (a trie node's other children):
       // rejected as the parser would, at less cost than a parsing step.
       if (to == StateMemo::kUnknown && !path_[d]->CanScan(byte)) return RejectUnscannable(d, byte);
+    } else if (!path_[d]->CanScan(byte) && !parser_.TracksReach()) {
+      // Not interned (a one-way state on a literal name): a trie node's other children
+      // are rejected without the parsing step that would find no item scanning them.
+      ++parse_work_;
+      return false;
     }
     return StepParsing(d, byte, ended_now);
   }

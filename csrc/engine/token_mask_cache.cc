@@ -206,7 +206,10 @@ void TokenMaskCache::FillBitmask(const EarleySet& set, uint32_t* words) const {
   // schema's own names and nearly always misses (BFCL schemas: at 1,139 of 1,187 such
   // first fills), and the direct walk after the miss costs less than the probe. Value starts
   // (`"key": ` then 20+ bytes) are probed, where structures do recur across schemas.
-  if (FillFromCache(set, words, scannable < kCheapLookupBytes ? Missing::kFindCheaply : Missing::kFind, false)) return;
+  // So is a state whose items all stand at literals (the tool names after `<function=`,
+  // 14-20 first letters): its direct walk (LiteralWalk) costs about what the probe does.
+  const bool cheap = scannable < kCheapLookupBytes || ScansOnlyLiterals(fsm_, set);
+  if (FillFromCache(set, words, cheap ? Missing::kFindCheaply : Missing::kFind, false)) return;
   // Something is computed for the first time here. A state that scans few first bytes
   // (a value after `"key":`, a number, a tool name) takes its mask by a direct walk of
   // the vocabulary instead: a few thousand trie steps, where classifying its nodes and

@@ -96,7 +96,107 @@ bool WalkWhitespaceRuns(const TokenTrie& t, MemoPath& path, Step& step, const Gr
   return true;
 }
 
+// The walk from a state whose scanning items all stand at literal nodes: the token trie
+// and the literals' automaton side by side, one child lookup per byte and no parsing
+// step (the parser's items would only move along the same edges). Where a literal ends
+// in something else (a call, a class, its rule's end) and the trie goes on below, the
+// parser takes over: `walk_below(node, bytes)` steps the path along the literal's bytes
+// and walks the subtree below as usual. The tool-name dispatch after `<function=` (k =
+// 50 names) made ~130 parsing steps and ~120 rejections per request before: 80.6k ->
+// 54.9k instructions per mask (callgrind), 25% less time (paired runs, 20-47 us).
+template <class Accept, class WalkBelow>
+class LiteralWalk {
+ public:
+  LiteralWalk(const GrammarFsm& fsm, const TokenTrie& t, Accept& accept, WalkBelow& walk_below,
+              int64_t* steps_left)
+      : fsm_(fsm), t_(t), accept_(accept), walk_below_(walk_below), steps_left_(steps_left) {}
+
+  // From trie node i (-1: the root), whose bytes are `spelled_`, with the automaton at
+  // `nodes` (all literal nodes).
+  void Walk(int32_t i, const int32_t* nodes, size_t count) {
+    if (count == 1) {  // one literal (a name past where it parts from the others): its edges in order
+      const int32_t n = nodes[0];
+      for (int32_t e = fsm_.edge_begin[n]; e < fsm_.rule_edge_begin[n]; ++e) {
+        Visit(i, fsm_.edges[e].lo, &fsm_.edges[e].target, 1);
+      }
+      return;
+    }
+    ByteBits bytes{};
+    for (size_t k = 0; k < count; ++k) {
+      for (int32_t e = fsm_.edge_begin[nodes[k]]; e < fsm_.rule_edge_begin[nodes[k]]; ++e) {
+        const uint8_t b = fsm_.edges[e].lo;
+        bytes[b >> 6] |= uint64_t{1} << (b & 63);
+      }
+    }
+    std::vector<int32_t> next;
+    for (int word = 0; word < 4; ++word) {
+      for (uint64_t bits = bytes[word]; bits; bits &= bits - 1) {
+        const uint8_t b = static_cast<uint8_t>(64 * word + __builtin_ctzll(bits));
+        next.clear();
+        for (size_t k = 0; k < count; ++k) {
+          const int32_t to = fsm_.ByteTarget(nodes[k], b);
+          if (to >= 0 && std::find(next.begin(), next.end(), to) == next.end()) next.push_back(to);
+        }
+        Visit(i, b, next.data(), next.size());
+      }
+    }
+  }
+
+ private:
+  // The step from trie node i on byte b, to the automaton's `to` (count nodes).
+  void Visit(int32_t i, uint8_t b, const int32_t* to, size_t count) {
+    if (--*steps_left_ < 0) return;  // over budget: the caller falls back
+    const int32_t c = t_.Child(i, b);
+    if (c < 0) return;
+    for (int32_t k = 0; k < t_.num_tokens[c]; ++k) accept_(t_.first_pos[c] + k);
+    if (t_.nodes[c].next == c + 1) return;  // no token goes on
+    bool literal = true;
+    for (size_t k = 0; k < count && literal; ++k) literal = IsLiteralNode(fsm_, to[k]);
+    spelled_.push_back(static_cast<char>(b));
+    if (literal) {
+      Walk(c, to, count);
+    } else {
+      walk_below_(c, spelled_);
+    }
+    spelled_.pop_back();
+  }
+
+  const GrammarFsm& fsm_;
+  const TokenTrie& t_;
+  Accept& accept_;
+  WalkBelow& walk_below_;
+  int64_t* steps_left_;
+  std::string spelled_;
+};
+
 }  // namespace
+
+// A node from which every way on is one byte to another node: no end of its rule, no
+// call, no byte class, no count. A literal's next letter (a tool name after
+// `<function=`, a JSON key, an enum value): from a state whose items all stand at such
+// nodes, the bytes ahead are a set of literals, walked by the automaton alone
+// (LiteralWalk) down to where one ends in anything else.
+bool IsLiteralNode(const GrammarFsm& fsm, int32_t n) {
+  const int32_t begin = fsm.edge_begin[n], rules = fsm.rule_edge_begin[n];
+  if (fsm.node_final[n] || begin == rules || rules != fsm.edge_begin[n + 1] || fsm.IsCounted(n)) return false;
+  for (int32_t e = begin; e < rules; ++e) {
+    if (fsm.edges[e].lo != fsm.edges[e].hi) return false;
+  }
+  return true;
+}
+
+// Whether every item of `set` that scans a byte stands at a literal node (some does).
+// The others wait for a call to end (the caller of a tool name's rule), which only a
+// step out of the literals can do: their closure is already in the set.
+bool ScansOnlyLiterals(const GrammarFsm& fsm, const EarleySet& set) {
+  bool any = false;
+  for (const EarleyItem& it : set.items) {
+    if (fsm.edge_begin[it.node] == fsm.rule_edge_begin[it.node]) continue;  // scans nothing
+    if (!IsLiteralNode(fsm, it.node)) return false;
+    any = true;
+  }
+  return any;
+}
 
 bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const EarleySet& start,
                         const int32_t* positions, size_t count, uint32_t* words, int64_t max_steps) {
@@ -155,6 +255,34 @@ bool WalkAcceptedTokens(const GrammarFsm& fsm, const TokenizerInfo& tok, const E
       return true;
     };
     auto walk = [&](int32_t i) { WalkTrie(t, i, t.nodes[i].next, step, on_alive, on_dead, pick, whole); };
+    if (ScansOnlyLiterals(fsm, start)) {
+      // Below a literal's end the path is stepped along its bytes, from what it spelled
+      // for the previous one (their common prefix kept).
+      std::string on_path;
+      auto walk_below = [&](int32_t c, const std::string& bytes) {
+        size_t d = SharedDepth(on_path, bytes, on_path.size());
+        for (; d < bytes.size(); ++d) {
+          if (!step(d, static_cast<uint8_t>(bytes[d]))) break;
+        }
+        on_path.assign(bytes, 0, d);
+        if (d < bytes.size()) return;  // over budget (the literal's bytes all live)
+        const TokenTrie::Node& n = t.nodes[c];
+        if (!(n.wide && WalkWideChildren(t, *t.WideOf(c), n.depth, step, on_alive, on_dead, pick, whole))) {
+          WalkTrie(t, c + 1, n.next, step, on_alive, on_dead, pick, whole);
+        }
+      };
+      auto accept_pos = [&](int32_t p) { accept(sorted[p]); };
+      std::vector<int32_t> nodes;
+      for (const EarleyItem& it : start.items) {
+        if (fsm.edge_begin[it.node] != fsm.rule_edge_begin[it.node] &&
+            std::find(nodes.begin(), nodes.end(), it.node) == nodes.end()) {
+          nodes.push_back(it.node);
+        }
+      }
+      LiteralWalk<decltype(accept_pos), decltype(walk_below)> literals(fsm, t, accept_pos, walk_below, &steps_left);
+      literals.Walk(-1, nodes.data(), nodes.size());
+      return steps_left >= 0;
+    }
     // The tokens starting with whitespace first, by their runs when the state allows; the
     // root's whitespace children are then left out of the walk.
     const bool spaces_done = !t.wide_nodes.empty() && t.wide_nodes[0] == -1 &&

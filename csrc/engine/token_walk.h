@@ -133,6 +133,12 @@ void WalkPositions(const TokenizerInfo& tok, const int32_t* positions, size_t co
   }
 }
 
+// A node from which every way on is one byte to another node of its rule (a literal's
+// next letter), and whether every item of `set` that scans a byte stands at such a node
+// (some does): the direct walk then follows the literals by the automaton alone.
+bool IsLiteralNode(const GrammarFsm& fsm, int32_t n);
+bool ScansOnlyLiterals(const GrammarFsm& fsm, const EarleySet& set);
+
 // Sets the bit of every token, among the sorted-vocabulary positions `positions[0..count)`
 // (ascending; all positions when null), that the parser accepts from `start`. With
 // `max_steps` >= 0, gives up after that many trie steps or that many units of parsing

@@ -241,6 +241,9 @@ void IndexSubtreeClasses(TokenTrie& t) {
 
 int32_t TokenTrie::Child(int32_t i, uint8_t byte) const {
   if (i < 0) {
+    if (!wide_nodes.empty() && wide_nodes[0] == -1) {
+      return (wide[0].bytes[byte >> 6] >> (byte & 63)) & 1 ? ChildOn(wide[0], byte) : -1;
+    }
     for (const Root& r : roots) {
       if (r.byte == byte) return r.node;
     }
