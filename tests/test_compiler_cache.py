@@ -20,6 +20,24 @@ def test_cache_hits_misses_and_identity(byte_tokenizer_info):
     assert 0 < info.bytes <= info.limit_bytes
 
 
+def test_structural_tags_are_found_by_their_text(byte_tokenizer_info):
+    compiler = xgr2.Compiler(byte_tokenizer_info)
+
+    def spec(name):
+        return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f="], "tags": [
+            {"begin": f"<f={name}>", "content": {"type": "json_schema", "json_schema": {"type": "integer"}},
+             "end": "</f>"}]}}
+
+    a = compiler.compile(xgr2.Grammar.from_structural_tag(spec("add")))
+    assert compiler.compile(xgr2.Grammar.from_structural_tag(spec("add"))) is a  # built again: same text
+    b = compiler.compile(xgr2.Grammar.from_structural_tag(spec("sub")))
+    assert b is not a
+    assert b.initial_state().advance_text("<f=sub>12</f>").can_terminate
+    assert a.initial_state().try_advance_bytes(b"<f=sub>") is None
+    info = compiler.cache_info()
+    assert (info.hits, info.misses) == (1, 2)
+
+
 def test_cache_respects_byte_limit_over_thousands_of_grammars(byte_tokenizer_info):
     limit = 200_000
     compiler = xgr2.Compiler(byte_tokenizer_info, cache_limit_bytes=limit)

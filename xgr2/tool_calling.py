@@ -103,6 +103,7 @@ def _parse_tools(tools: Sequence[Mapping[str, Any]]) -> list[_Tool]:
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
         raise ToolCallingError("tools must be a list of {\"type\": \"function\", \"function\": {...}} objects")
     out: list[_Tool] = []
+    names: set[str] = set()
     for i, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, Mapping) else None
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function" or not isinstance(fn, Mapping):
@@ -110,8 +111,9 @@ def _parse_tools(tools: Sequence[Mapping[str, Any]]) -> list[_Tool]:
         name = fn.get("name")
         if not isinstance(name, str) or not name:
             raise ToolCallingError(f"tools[{i}].function.name must be a non-empty string")
-        if any(t.name == name for t in out):
+        if name in names:
             raise ToolCallingError(f"two tools are named {name!r}")
+        names.add(name)
         # No parameters: OpenAI's "takes no arguments".
         params = fn.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, (Mapping, bool)):
